@@ -1,0 +1,135 @@
+"""Lint one file's bytes: decode, parse once, analyse once, place findings.
+
+Every failure becomes a finding (GG001 syntax, GG002 decoding, GG003 a rule that
+raised) so that one bad file never stops the others.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import threading
+import tokenize
+import traceback
+from typing import Iterable, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gradguard.engine import analyze
+from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding
+from gradguard.rules import ALL_RULES, Rule
+
+# Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
+_RECURSION_LIMIT = 30_000
+_STACK_BYTES = 512 * 1024 * 1024
+
+
+def decode(source: bytes) -> str:
+    """Decode as Python does: BOM, coding cookie, else UTF-8. Raises on failure."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding)
+
+
+def check_source(
+    source: bytes | str,
+    path: str,
+    rules: Optional[Sequence[type[Rule]]] = None,
+    debug: bool = False,
+) -> list[Finding]:
+    """Return the findings of ``rules`` (default: all enabled by default) on one file."""
+    if rules is None:
+        rules = [rule for rule in ALL_RULES if rule.default_enabled]
+    return _on_deep_stack(lambda: _check(source, path, rules, debug))
+
+
+def _check(source, path, rules, debug) -> list[Finding]:
+    if isinstance(source, bytes):
+        try:
+            text = decode(source)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+            return [_decode_finding(path, source, error)]
+    else:
+        text = source
+    try:
+        module = cst.parse_module(text)
+    except Exception as error:  # ParserSyntaxError, RecursionError, native parser errors
+        return [_syntax_finding(path, text, error)]
+
+    raw: list[tuple[cst.CSTNode, str, str]] = []
+    failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
+    try:
+        analyze(module, rules, lambda node, code, message: raw.append((node, code, message)),
+                failures)
+    except Exception:
+        failures.append(("the engine", traceback.format_exc()))
+    return _place(module, path, raw) + [
+        Finding(path, 1, 1, INTERNAL_ERROR,
+                f"internal error in {who}" + (f"\n{tb}" if debug else ""))
+        for who, tb in failures
+    ]
+
+
+def _place(module: cst.Module, path: str,
+           raw: Iterable[tuple[cst.CSTNode, str, str]]) -> list[Finding]:
+    """Turn node-anchored reports into positioned findings (positions only when needed)."""
+    raw = list(raw)
+    if not raw:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = set()
+    for node, code, message in raw:
+        start = positions[node].start
+        findings.add(Finding(path, start.line, start.column + 1, code, message))
+    return sorted(findings)
+
+
+def _syntax_finding(path: str, text: str, error: Exception) -> Finding:
+    """Report where CPython's parser says the error is: its positions and messages are
+    precise where libcst's native parser's are not. Fall back to libcst's own word when
+    CPython accepts the file (syntax newer than libcst knows)."""
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        return Finding(path, python_error.lineno or 1, python_error.offset or 1, SYNTAX_ERROR,
+                       f"syntax error: {python_error.msg}")
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    line = getattr(error, "raw_line", 1) or 1
+    col = getattr(error, "raw_column", 0) + 1
+    message = " ".join(str(getattr(error, "message", error)).split()) or type(error).__name__
+    return Finding(path, line, col, SYNTAX_ERROR, f"syntax error: {message}")
+
+
+def _decode_finding(path: str, source: bytes, error: Exception) -> Finding:
+    line = 1
+    if isinstance(error, UnicodeDecodeError):
+        line = source[: error.start].count(b"\n") + 1
+    detail = " ".join(str(error).split())
+    return Finding(path, line, 1, DECODE_ERROR, f"cannot decode file: {detail}")
+
+
+def _on_deep_stack(work):
+    """Run ``work`` in a thread with a large stack and recursion limit."""
+    result: list = []
+    errors: list[BaseException] = []
+
+    def target():
+        try:
+            result.append(work())
+        except BaseException as error:  # re-raised in the caller's thread
+            errors.append(error)
+
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    old_stack = threading.stack_size(_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=target, name="gradguard-check")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_stack)
+    if errors:
+        raise errors[0]
+    return result[0]

@@ -1,0 +1,67 @@
+"""GG101: in-place operation on a leaf tensor that requires grad."""
+
+from __future__ import annotations
+
+from gradguard.events import IndexKind, InplaceWrite
+from gradguard.facts import Tri
+from gradguard.rules.base import Rule, quote
+
+
+class LeafInplace(Rule):
+    """## What it does
+    Finds in-place operations on a leaf tensor that requires grad while grad mode is on:
+    in-place methods (``w.mul_(2)``, ``w.normal_()``), augmented assignment (``w *= 2``),
+    assignment through an advanced index (``w[mask] = 0``), ``torch.relu_(w)``,
+    ``F.relu(w, inplace=True)`` and in-place modules such as ``nn.ReLU(inplace=True)``.
+
+    A leaf that requires grad comes from a factory with ``requires_grad=True``,
+    ``requires_grad_()`` or ``requires_grad = True`` on a leaf, ``nn.Parameter``, or
+    the parameters of a module.
+
+    ## Why is this bad?
+    Autograd accumulates the gradient of a leaf into ``.grad``; changing the leaf in place
+    while it is being recorded would make that gradient refer to a value that no longer
+    exists. torch raises at once: ``RuntimeError: a leaf Variable that requires grad is
+    being used in an in-place operation.``
+
+    ## Example
+    ```python
+    w = torch.randn(3, requires_grad=True)
+    w *= 2
+    for p in model.parameters():
+        p -= lr * p.grad
+    ```
+
+    ## Use instead
+    ```python
+    w = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        w *= 2
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    ```
+    or an out-of-place op (``w = w * 2``) when the new value should stay in the graph.
+
+    ## Fix safety
+    No automatic fix: whether the write belongs under ``torch.no_grad()`` (an update of
+    the parameter) or should be out of place (part of the computation) is the author's call.
+    """
+
+    code = "GG101"
+    name = "leaf-inplace"
+    summary = "in-place operation on a leaf tensor that requires grad"
+
+    def on_inplace_write(self, event: InplaceWrite) -> None:
+        if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:
+            return
+        if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):
+            return  # writes through a view of the leaf: GG102
+        origin = event.target.grad_origin
+        where = f" (line {origin.line})" if origin else ""
+        self.report(
+            event.node,
+            f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "
+            f"requires grad{where}; do it under `with torch.no_grad():` or use an "
+            "out-of-place op",
+        )

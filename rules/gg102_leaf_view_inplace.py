@@ -1,0 +1,68 @@
+"""GG102: in-place operation on a view of a leaf tensor that requires grad."""
+
+from __future__ import annotations
+
+from gradguard.events import IndexKind, InplaceWrite
+from gradguard.facts import Tri
+from gradguard.rules.base import Rule, quote
+
+
+class LeafViewInplace(Rule):
+    """## What it does
+    Finds in-place writes into a view of a leaf tensor that requires grad, while grad
+    mode is on: item assignment (``w[0] = 1``, ``layer.weight[:, i] -= v``), in-place
+    methods on a view (``w[:, 1].zero_()``, ``w.view(-1).add_(1)``) and on a name bound to
+    a view (``b = conv.bias.view(3, -1); b[:, 4] += 1``).
+
+    ## Why is this bad?
+    A view shares its leaf's storage, so writing into it writes into the leaf. torch
+    raises at once: ``RuntimeError: a view of a leaf Variable that requires grad is being
+    used in an in-place operation.``
+
+    ## Example
+    ```python
+    conv = nn.Conv2d(3, 8, 3)
+    conv.weight[:, 0] = 0
+    ```
+
+    ## Use instead
+    ```python
+    conv = nn.Conv2d(3, 8, 3)
+    with torch.no_grad():
+        conv.weight[:, 0] = 0
+    ```
+
+    ## Fix safety
+    No automatic fix: moving a write under ``torch.no_grad()`` takes it out of the graph,
+    which is right for initialisation and weight surgery but not for a computation.
+    """
+
+    code = "GG102"
+    name = "leaf-view-inplace"
+    summary = "in-place operation on a view of a leaf tensor that requires grad"
+
+    def on_inplace_write(self, event: InplaceWrite) -> None:
+        if event.grad_enabled is not Tri.YES:
+            return
+        target, root = event.target, event.root
+        if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN) and target.is_grad_leaf:
+            leaf, leaf_text = target, event.target_text
+            written = f"{event.operation} into {quote(event.target_text)}"
+        elif (
+            root is not None
+            and root.is_grad_leaf
+            and target.requires_grad is Tri.YES
+            and target.created_with_grad is Tri.YES
+            and not target.untracked
+        ):
+            leaf, leaf_text = root, event.root_text or "?"
+            written = f"in-place {event.operation} on {quote(event.target_text)}"
+        else:
+            return
+        origin = leaf.grad_origin
+        where = f" (line {origin.line})" if origin else ""
+        self.report(
+            event.node,
+            f"{written}, a view of leaf tensor {quote(leaf_text)} that requires grad"
+            f"{where}; do it under `with torch.no_grad():` or use an out-of-place op",
+        )
