@@ -58,6 +58,8 @@ def _check(source, path, rules, debug) -> list[Finding]:
         return [_syntax_finding(path, text, error)]
 
     raw: list[tuple[cst.CSTNode, str, str]] = []
+    if "torch" not in text:
+        return []  # nothing can resolve to torch: no evidence for any rule
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     try:
         analyze(module, rules, lambda node, code, message: raw.append((node, code, message)),

@@ -1,5 +1,640 @@
-"""Placeholder; the interpreter lands in the next commit."""
+"""The abstract interpreter: one pass over a module, statements in order, paths joined.
+
+``analyze`` runs the module body, then every function body (methods included) with the
+module's final bindings as globals. Branches (``if``, ``try``, ``match``) are joined;
+loop bodies are run until the facts stop changing, so an effect in one iteration is
+seen by the next. Rules receive events (``gradguard.events``) as the interpreter meets
+them; see ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+
+from gradguard.events import IndexKind
+from gradguard.expressions import (
+    NEUTRAL_DECORATORS,
+    ExpressionEvaluator,
+    _all_params,
+    dotted,
+    source_text,
+    tri_of,
+)
+from gradguard.facts import Tri
+from gradguard.rules.base import handlers_of
+from gradguard.state import State, join, join_all
+from gradguard.values import (
+    NUMBER,
+    UNKNOWN,
+    ClassInfo,
+    ClassVal,
+    Const,
+    FunctionVal,
+    GradMode,
+    Instance,
+    ModuleObj,
+    ParamsOf,
+    Ref,
+    Seq,
+    TensorRef,
+    Value,
+    join_values,
+)
+
+AUGMENTED_OPERATORS = {
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=", cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=",
+    cst.PowerAssign: "**=", cst.BitAndAssign: "&=", cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
+}  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
+MAX_LOOP_PASSES = 4
+
+Report = Callable[[cst.CSTNode, str, str], None]
 
 
-def analyze(module, rules, report, failures):
-    return None
+def analyze(module: cst.Module, rules: Sequence[type], report: Report,
+            failures: list) -> None:
+    """Run ``rules`` over ``module``; rule failures are appended to ``failures``."""
+    Interpreter(module, rules, report, failures).run()
+
+
+class _Loop:
+    __slots__ = ("breaks", "continues")
+
+    def __init__(self) -> None:
+        self.breaks: list[State] = []
+        self.continues: list[State] = []
+
+
+class Interpreter(ExpressionEvaluator):
+    def __init__(self, module: cst.Module, rules, report: Report, failures: list) -> None:
+        super().__init__()
+        self.module = module
+        self.failures = failures
+        self._reported: set = set()
+        self._positions = None
+        self.loops: list[_Loop] = []
+        self.pending: list[tuple[cst.FunctionDef, State, Optional[Instance]]] = []
+        self._report = report
+        for rule_class in rules:
+            rule = rule_class(self._report_once, self.line_of)
+            for kind, handler in handlers_of(rule).items():
+                self.handlers.setdefault(kind, []).append((rule, handler))
+        self._statements = {
+            cst.SimpleStatementLine: self._simple_line,
+            cst.If: self._if,
+            cst.For: self._for,
+            cst.While: self._while,
+            cst.With: self._with,
+            cst.Try: self._try,
+            cst.TryStar: self._try,
+            cst.FunctionDef: self._function_def,
+            cst.ClassDef: self._class_def,
+            cst.Match: self._match,
+        }
+        self._small = {
+            cst.Expr: lambda node, st: self.evaluate(node.value, st) and st,
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._ann_assign,
+            cst.AugAssign: self._aug_assign,
+            cst.Import: self._import,
+            cst.ImportFrom: self._import_from,
+            cst.Return: self._return,
+            cst.Raise: self._raise,
+            cst.Break: self._break,
+            cst.Continue: self._continue,
+            cst.Del: self._del,
+        }
+
+    # ----------------------------------------------------------------- reporting
+    def _report_once(self, node: cst.CSTNode, code: str, message: str) -> None:
+        key = (id(node), code)
+        if key not in self._reported:  # loops run bodies more than once
+            self._reported.add(key)
+            self._report(node, code, message)
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        if self._positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        return self._positions[node].start.line
+
+    def dispatch(self, kind: str, event) -> None:
+        handlers = self.handlers.get(kind, [])
+        for rule, handler in list(handlers):
+            try:
+                handler(event)
+            except Exception:
+                self.failures.append((f"{rule.code} ({rule.name})", traceback.format_exc()))
+                for handler_list in self.handlers.values():  # disable that rule for this file
+                    handler_list[:] = [entry for entry in handler_list if entry[0] is not rule]
+
+    # ----------------------------------------------------------------- driver
+    def run(self) -> None:
+        st = self.block(self.module.body, State({}, {}, Tri.YES))
+        globals_ = st.env if st is not None else {}
+        while self.pending:
+            function, closure, self_value = self.pending.pop(0)
+            self.function_body(function, closure, globals_, self_value)
+
+    def block(self, statements, st: Optional[State]) -> Optional[State]:
+        for statement in statements:
+            if st is None:
+                return None  # unreachable code after return/raise/break
+            handler = self._statements.get(type(statement))
+            if handler is not None:
+                st = handler(statement, st)
+        return st
+
+    def suite(self, suite: cst.BaseSuite, st: Optional[State]) -> Optional[State]:
+        if isinstance(suite, cst.SimpleStatementSuite):
+            return self._small_statements(suite.body, st)
+        return self.block(suite.body, st)
+
+    def _simple_line(self, line: cst.SimpleStatementLine, st: State) -> Optional[State]:
+        return self._small_statements(line.body, st)
+
+    def _small_statements(self, statements, st: Optional[State]) -> Optional[State]:
+        for statement in statements:
+            if st is None:
+                return None
+            handler = self._small.get(type(statement))
+            if handler is not None:
+                st = handler(statement, st)
+            else:  # assert, global, nonlocal, pass, type alias
+                for child in statement.children:
+                    if isinstance(child, cst.BaseExpression):
+                        self.evaluate(child, st)
+        return st
+
+    # ----------------------------------------------------------------- assignment
+    def _assign(self, node: cst.Assign, st: State) -> State:
+        value = self.evaluate(node.value, st)
+        for target in node.targets:
+            self.bind_target(target.target, value, st, node)
+        return st
+
+    def _ann_assign(self, node: cst.AnnAssign, st: State) -> State:
+        if node.value is not None:
+            self.bind_target(node.target, self.evaluate(node.value, st), st, node)
+        return st
+
+    def bind_target(self, target: cst.BaseExpression, value: Value, st: State,
+                    node: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            st.bind(target.value, value)
+            if isinstance(value, TensorRef):
+                self.labels.setdefault(value.obj, target.value)
+        elif isinstance(target, cst.Attribute):
+            self._bind_attribute(target, value, st, node)
+        elif isinstance(target, cst.Subscript):
+            base = self.evaluate(target.value, st)
+            kind = self.index_kind(target, st)
+            if isinstance(base, TensorRef):
+                self.emit_inplace(st, node, base, target.value, "item assignment", index=kind)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
+                else None
+            for position, element in enumerate(elements):
+                item = items[position] if items is not None else UNKNOWN
+                if isinstance(element, cst.StarredElement):
+                    item = UNKNOWN
+                self.bind_target(element.value, item, st, node)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, UNKNOWN, st, node)
+
+    def _bind_attribute(self, target: cst.Attribute, value: Value, st: State,
+                        node: cst.CSTNode) -> None:
+        owner = self.evaluate(target.value, st)
+        attr = target.attr.value
+        if isinstance(owner, TensorRef):
+            if attr == "requires_grad":
+                self.set_requires_grad(st, owner, tri_of(value), node, "`requires_grad = True`")
+            return  # ``.data = ...``, ``.grad = ...``: no in-place write to track here
+        path = dotted(target)
+        if path is None:
+            return
+        if isinstance(owner, ModuleObj) and attr == "inplace":
+            st.bind(dotted(target.value), ModuleObj(
+                owner.kind, owner.obj, tri_of(value), owner.absent, owner.children, owner.origin))
+            return
+        st.bind(path, value)
+        if isinstance(value, TensorRef):
+            self.labels.setdefault(value.obj, path)
+
+    def _aug_assign(self, node: cst.AugAssign, st: State) -> State:
+        operator = AUGMENTED_OPERATORS.get(type(node.operator))
+        current = self.evaluate(node.target, st)
+        operand = self.evaluate(node.value, st)
+        if isinstance(current, TensorRef) and operator is not None:
+            self.emit_inplace(st, node, current, node.target, f"`{operator}`")
+            return st  # the same object, changed in place
+        if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
+            result = self.op_result(st, node, (current, operand), "matmul")
+        elif current is NUMBER or isinstance(current, Const):
+            result = NUMBER if operand is NUMBER or isinstance(operand, Const) else UNKNOWN
+        else:
+            result = UNKNOWN
+        if isinstance(node.target, (cst.Name, cst.Attribute)):
+            self.bind_target(node.target, result, st, node)
+        return st
+
+    def _del(self, node: cst.Del, st: State) -> State:
+        targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
+        for target in targets:
+            target = getattr(target, "value", target) if isinstance(target, cst.Element) else target
+            path = dotted(target)
+            if path is not None:
+                st.forget(path)
+        return st
+
+    # ----------------------------------------------------------------- imports
+    def _import(self, node: cst.Import, st: State) -> State:
+        for alias in node.names:
+            name = _dotted_import(alias.name)
+            if alias.asname is not None:
+                st.bind(alias.asname.name.value, _module_ref(name))
+            else:
+                top = name.split(".")[0]
+                st.bind(top, _module_ref(top))
+        return st
+
+    def _import_from(self, node: cst.ImportFrom, st: State) -> State:
+        module = _dotted_import(node.module) if node.module is not None else ""
+        if isinstance(node.names, cst.ImportStar):
+            return st
+        for alias in node.names:
+            name = alias.name.value
+            bound = alias.asname.name.value if alias.asname is not None else name
+            if node.relative or not _is_torch(module):
+                st.bind(bound, UNKNOWN)
+            else:
+                st.bind(bound, Ref(f"{module}.{name}"))
+        return st
+
+    # ----------------------------------------------------------------- control flow
+    def _return(self, node: cst.Return, st: State) -> None:
+        if node.value is not None:
+            self.evaluate(node.value, st)
+        return None
+
+    def _raise(self, node: cst.Raise, st: State) -> None:
+        if node.exc is not None:
+            self.evaluate(node.exc, st)
+        return None
+
+    def _break(self, node, st: State) -> None:
+        if self.loops:
+            self.loops[-1].breaks.append(st)
+        return None
+
+    def _continue(self, node, st: State) -> None:
+        if self.loops:
+            self.loops[-1].continues.append(st)
+        return None
+
+    def _if(self, node: cst.If, st: State) -> Optional[State]:
+        self.evaluate(node.test, st)
+        then = self.suite(node.body, st.copy())
+        if node.orelse is None:
+            otherwise = st
+        elif isinstance(node.orelse, cst.If):
+            otherwise = self._if(node.orelse, st.copy())
+        else:
+            otherwise = self.suite(node.orelse.body, st.copy())
+        return join(then, otherwise)
+
+    def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
+              exits_normally: bool) -> Optional[State]:
+        """Run a loop body to a fixpoint; return the state after the loop."""
+        head = entry.copy()
+        loop = _Loop()
+        for _ in range(MAX_LOOP_PASSES):
+            loop = _Loop()
+            self.loops.append(loop)
+            try:
+                end = run_body(head.copy())
+            finally:
+                self.loops.pop()
+            new_head = join_all([entry, end, *loop.continues])
+            if new_head == head:
+                break
+            head = new_head
+        else:
+            head = _widen(head, entry)
+        after = [head] if exits_normally else []
+        return join_all(after + loop.breaks)
+
+    def _for(self, node: cst.For, st: State) -> Optional[State]:
+        iterable = self.evaluate(node.iter, st)
+        element = self._element_of(iterable, node, st)
+
+        def body(state: State) -> Optional[State]:
+            self.bind_target(node.target, element, state, node)
+            return self.suite(node.body, state)
+
+        after = self._loop(st, body, exits_normally=True)
+        if node.orelse is not None and after is not None:
+            after = self.suite(node.orelse.body, after)
+        return after
+
+    def _element_of(self, iterable: Value, node: cst.For, st: State) -> Value:
+        if isinstance(iterable, ParamsOf):
+            owner = iterable.owner
+            obj = (getattr(owner, "obj", id(node)), "*params")
+            if obj not in st.heap:
+                origin = owner.origin if isinstance(owner, ModuleObj) else node.iter
+                st.heap[obj] = self.parameter_facts(
+                    st, owner, origin, f"a parameter from {source_text(node.iter)}")
+            self.labels.setdefault(obj, "p")
+            parameter = TensorRef(obj)
+            return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if iterable == Ref("builtins.range"):
+            return NUMBER
+        if isinstance(iterable, Seq) and iterable.items:
+            element = iterable.items[0]
+            for item in iterable.items[1:]:
+                element = join_values(element, item)
+            return element
+        if isinstance(iterable, ModuleObj) and iterable.children:
+            return UNKNOWN
+        return UNKNOWN
+
+    def _while(self, node: cst.While, st: State) -> Optional[State]:
+        self.evaluate(node.test, st)
+        forever = isinstance(node.test, cst.Name) and node.test.value == "True"
+
+        def body(state: State) -> Optional[State]:
+            state = self.suite(node.body, state)
+            if state is not None:
+                self.evaluate(node.test, state)
+            return state
+
+        after = self._loop(st, body, exits_normally=not forever)
+        if node.orelse is not None and after is not None:
+            after = self.suite(node.orelse.body, after)
+        return after
+
+    def _with(self, node: cst.With, st: State) -> Optional[State]:
+        outer_grad = st.grad
+        inner_grad = None
+        for item in node.items:
+            value = self.evaluate(item.item, st)
+            if isinstance(value, GradMode):
+                inner_grad = value.mode
+            if item.asname is not None:
+                self.bind_target(item.asname.name, UNKNOWN, st, node)
+        if inner_grad is not None:
+            st.grad = inner_grad
+        end = self.suite(node.body, st)
+        if end is not None and inner_grad is not None:
+            end.grad = outer_grad  # leaving the block restores grad mode
+        return end
+
+    def _try(self, node, st: State) -> Optional[State]:
+        entry = st.copy()
+        body_end = self.suite(node.body, st)
+        handler_entry = join(entry, body_end)  # an exception may come at any point
+        ends = []
+        for handler in node.handlers:
+            handler_state = handler_entry.copy()
+            if handler.name is not None:
+                self.bind_target(handler.name.name, UNKNOWN, handler_state, handler)
+            ends.append(self.suite(handler.body, handler_state))
+        if node.orelse is not None and body_end is not None:
+            body_end = self.suite(node.orelse.body, body_end)
+        after = join_all([body_end, *ends])
+        if node.finalbody is not None:
+            final_entry = after if after is not None else handler_entry.copy()
+            final_end = self.suite(node.finalbody.body, final_entry)
+            return final_end if after is not None else None
+        return after
+
+    def _match(self, node: cst.Match, st: State) -> Optional[State]:
+        self.evaluate(node.subject, st)
+        ends = []
+        for case in node.cases:
+            case_state = st.copy()
+            for name in _pattern_names(case.pattern):
+                case_state.bind(name, UNKNOWN)
+            if case.guard is not None:
+                self.evaluate(case.guard, case_state)
+            ends.append(self.suite(case.body, case_state))
+        return join_all([st, *ends])
+
+    def comprehension(self, node: cst.BaseComp, st: State) -> None:
+        inner = st.copy()  # comprehension names do not leak
+        clause = node.for_in
+        while clause is not None:
+            iterable = self.evaluate(clause.iter, inner)
+            element = UNKNOWN
+            if isinstance(iterable, ParamsOf):
+                element = self._element_of(iterable, clause, inner)
+            self.bind_target(clause.target, element, inner, clause)
+            for condition in clause.ifs:
+                self.evaluate(condition.test, inner)
+            clause = clause.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.evaluate(node.key, inner)
+            self.evaluate(node.value, inner)
+        else:
+            self.evaluate(node.elt, inner)
+        st.heap.update(inner.heap)  # objects the comprehension changed stay changed
+
+    # ----------------------------------------------------------------- functions, classes
+    def _function_def(self, node: cst.FunctionDef, st: State,
+                      self_value: Optional[Instance] = None) -> State:
+        grad_mode = self._decorator_grad_mode(node, st)
+        value = FunctionVal(node, grad_mode)
+        st.bind(node.name.value, value)
+        self.pending.append((node, st.copy(), self_value))
+        return st
+
+    def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
+        """Grad mode at the start of the body: ON unless a decorator says otherwise."""
+        mode: Optional[Tri] = None
+        for decorator in node.decorators:
+            value = self.evaluate(decorator.decorator, st)
+            if isinstance(value, Ref) and value.qualname in _grad_contexts():
+                effect = _grad_contexts()[value.qualname]
+                value = GradMode(Tri.NO if effect == "off" else Tri.YES if effect == "on"
+                                 else Tri.MAYBE)
+            if isinstance(value, GradMode):
+                mode = value.mode
+                continue
+            name = decorator.decorator
+            if isinstance(name, cst.Call):
+                name = name.func
+            text = dotted(name) or ""
+            if text.rpartition(".")[2] not in NEUTRAL_DECORATORS:
+                mode = Tri.MAYBE  # an unknown decorator may run the body under no_grad
+        return mode
+
+    def function_body(self, node: cst.FunctionDef, closure: State, globals_: dict,
+                      self_value: Optional[Instance]) -> None:
+        env = dict(globals_)
+        env.update(closure.env)
+        value = env.get(node.name.value)
+        grad = value.grad_mode if isinstance(value, FunctionVal) and value.node is node \
+            and value.grad_mode is not None else Tri.YES
+        st = State(env, dict(closure.heap), grad)
+        for param in _all_params(node.params):
+            st.bind(param.name.value, UNKNOWN)
+        params = list(node.params.posonly_params) + list(node.params.params)
+        if self_value is not None and params and not _is_static(node):
+            name = params[0].name.value
+            st.bind(name, self_value)
+            st.heap.update(self_value.info.heap)
+            for attr, attr_value in self_value.info.attrs.items():
+                st.env[f"{name}.{attr}"] = attr_value
+        self.block(node.body.body, st) if isinstance(node.body, cst.IndentedBlock) \
+            else self.suite(node.body, st)
+
+    def _class_def(self, node: cst.ClassDef, st: State) -> State:
+        is_module = False
+        inherited: list[ClassInfo] = []
+        for base in node.bases:
+            value = self.evaluate(base.value, st)
+            if isinstance(value, Ref) and value.qualname.rpartition(".")[2] == "Module" \
+                    and value.qualname.startswith("torch.nn"):
+                is_module = True
+            elif isinstance(value, ClassVal):
+                is_module = is_module or value.info.is_module
+                inherited.append(value.info)
+        info = ClassInfo(node.name.value, is_module)
+        for parent in inherited:
+            info.attrs.update(parent.attrs)
+            info.heap.update(parent.heap)
+        self_value = Instance(info, ("self", id(node)))
+        methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
+            if isinstance(node.body, cst.IndentedBlock) else []
+        unstable = {attr for method in methods if method.name.value != "__init__"
+                    for attr in _assigned_self_attrs(method)}
+        body_state = st.copy()
+        for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
+            if isinstance(statement, cst.FunctionDef):
+                continue
+            body_state = self.block([statement], body_state) or body_state
+        for method in methods:
+            if method.name.value == "__init__":
+                init_state = self._init_state(method, st, self_value)
+                end = self.block(method.body.body, init_state) \
+                    if isinstance(method.body, cst.IndentedBlock) else init_state
+                if end is not None:
+                    self._collect_attributes(info, method, end, unstable)
+            else:
+                self._function_def(method, st.copy(), self_value)
+        st.bind(node.name.value, ClassVal(info))
+        return st
+
+    def _init_state(self, method: cst.FunctionDef, st: State, self_value: Instance) -> State:
+        init = State(dict(st.env), dict(st.heap), self._decorator_grad_mode(method, st) or Tri.YES)
+        for param in _all_params(method.params):
+            init.bind(param.name.value, UNKNOWN)
+        params = list(method.params.params)
+        if params:
+            init.bind(params[0].name.value, self_value)
+            init.heap.update(self_value.info.heap)
+            for attr, value in self_value.info.attrs.items():
+                init.env[f"{params[0].name.value}.{attr}"] = value
+        return init
+
+    def _collect_attributes(self, info: ClassInfo, method: cst.FunctionDef, end: State,
+                            unstable: set) -> None:
+        params = list(method.params.params)
+        if not params:
+            return
+        prefix = params[0].name.value + "."
+        for path, value in end.env.items():
+            if not path.startswith(prefix):
+                continue
+            attr = path[len(prefix):]
+            if "." in attr or attr in unstable or value is UNKNOWN:
+                continue
+            info.attrs[attr] = value
+        info.heap.update(end.heap)
+
+
+def _widen(head: State, entry: State) -> State:
+    """After too many passes: forget what still changes."""
+    widened = head.copy()
+    for key, value in head.env.items():
+        if entry.env.get(key) != value:
+            widened.env[key] = UNKNOWN
+    return widened
+
+
+def _dotted_import(node) -> str:
+    return source_text(node)
+
+
+def _is_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+def _module_ref(name: str) -> Value:
+    return Ref(name) if _is_torch(name) else UNKNOWN
+
+
+def _grad_contexts() -> dict:
+    from gradguard.knowledge import TORCH
+
+    return TORCH.grad_mode_contexts
+
+
+def _is_static(node: cst.FunctionDef) -> bool:
+    return any(dotted(d.decorator) == "staticmethod" for d in node.decorators)
+
+
+def _assigned_self_attrs(method: cst.FunctionDef) -> set:
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    params = list(method.params.params)
+    if not params:
+        return set()
+    owner = params[0].name.value
+    found = set()
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._add(target.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._add(node.target)
+
+        def _add(self, target) -> None:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    and target.value.value == owner:
+                found.add(target.attr.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._add(element.value)
+
+    method.body.visit(Finder())
+    return found
+
+
+def _pattern_names(pattern) -> list[str]:
+    names = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_MatchAs(self, node: cst.MatchAs) -> None:
+            if node.name is not None:
+                names.append(node.name.value)
+
+        def visit_MatchStar(self, node: cst.MatchStar) -> None:
+            if node.name is not None:
+                names.append(node.name.value)
+
+        def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+            if node.rest is not None:
+                names.append(node.rest.value)
+
+    pattern.visit(Finder())
+    return names

@@ -44,9 +44,10 @@ class Tri(enum.Enum):
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a fact was established: a line and a phrase for messages."""
+    """Where a fact was established: the node (its line is looked up only when a
+    message needs it) and a phrase for messages."""
 
-    line: int
+    node: object  # a libcst node; nodes compare by identity
     how: str  # e.g. "created with requires_grad=True", "nn.Parameter"
 
 

@@ -13,6 +13,7 @@ import libcst as cst
 from gradguard.events import InplaceWrite
 
 Report = Callable[[cst.CSTNode, str, str], None]
+LineOf = Callable[[cst.CSTNode], int]
 
 
 class Rule:
@@ -21,8 +22,9 @@ class Rule:
     summary: ClassVar[str]  # one line for the rule table
     default_enabled: ClassVar[bool] = True
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, line_of: LineOf) -> None:
         self._report = report
+        self.line_of = line_of  # a node's line, for messages that cite another line
 
     def report(self, node: cst.CSTNode, message: str) -> None:
         self._report(node, self.code, message)
@@ -30,6 +32,22 @@ class Rule:
     # Event handlers: the engine calls each one for every event of its kind.
     def on_inplace_write(self, event: InplaceWrite) -> None:
         pass
+
+    def where(self, origin) -> str:
+        """`` (line N)`` for an ``Origin``, or nothing when there is none."""
+        return f" (line {self.line_of(origin.node)})" if origin is not None else ""
+
+
+EVENT_KINDS = ("inplace_write",)
+
+
+def handlers_of(rule: Rule) -> dict:
+    """The event handlers a rule overrides, by event kind."""
+    return {
+        kind: getattr(rule, f"on_{kind}")
+        for kind in EVENT_KINDS
+        if getattr(type(rule), f"on_{kind}") is not getattr(Rule, f"on_{kind}")
+    }
 
 
 def quote(text: str) -> str:

@@ -57,8 +57,7 @@ class LeafInplace(Rule):
             return
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):
             return  # writes through a view of the leaf: GG102
-        origin = event.target.grad_origin
-        where = f" (line {origin.line})" if origin else ""
+        where = self.where(event.target.grad_origin)
         self.report(
             event.node,
             f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "

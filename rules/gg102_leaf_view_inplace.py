@@ -46,23 +46,25 @@ class LeafViewInplace(Rule):
             return
         target, root = event.target, event.root
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN) and target.is_grad_leaf:
-            leaf, leaf_text = target, event.target_text
-            written = f"{event.operation} into {quote(event.target_text)}"
-        elif (
+            self.report(
+                event.node,
+                f"item assignment writes through a view of leaf tensor "
+                f"{quote(event.target_text)} that requires grad"
+                f"{self.where(target.grad_origin)}; do it under `with torch.no_grad():` "
+                "or use an out-of-place op",
+            )
+            return
+        if (
             root is not None
             and root.is_grad_leaf
             and target.requires_grad is Tri.YES
             and target.created_with_grad is Tri.YES
             and not target.untracked
         ):
-            leaf, leaf_text = root, event.root_text or "?"
-            written = f"in-place {event.operation} on {quote(event.target_text)}"
-        else:
-            return
-        origin = leaf.grad_origin
-        where = f" (line {origin.line})" if origin else ""
-        self.report(
-            event.node,
-            f"{written}, a view of leaf tensor {quote(leaf_text)} that requires grad"
-            f"{where}; do it under `with torch.no_grad():` or use an out-of-place op",
-        )
+            leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
+            self.report(
+                event.node,
+                f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
+                f"that requires grad{self.where(root.grad_origin)}; do it under "
+                "`with torch.no_grad():` or use an out-of-place op",
+            )

@@ -1,0 +1,6 @@
+"""``python -m gradguard``: the same as the ``gradguard`` command."""
+
+from gradguard.cli import main
+
+if __name__ == "__main__":
+    main(prog_name="gradguard")

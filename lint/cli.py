@@ -1,0 +1,289 @@
+"""The ``gradguard`` command: ``check`` files, list ``rules``, explain a ``rule``.
+
+``check`` resolves the settings (command line over configuration), finds the files,
+lints each one independently (a failure in one file becomes a finding for that file)
+and writes findings to stdout and a summary to stderr. Exit status: 0 no findings,
+1 findings, 2 usage or configuration error, missing or unreadable path, internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Optional, Sequence
+
+import click
+
+from gradguard import __version__
+from gradguard import config as configuration
+from gradguard import report, selection
+from gradguard.checker import check_source
+from gradguard.files import DEFAULT_EXCLUDE, STDIN, FileFinder, display_path, matches_any, \
+    split_globs
+from gradguard.findings import INTERNAL_ERROR, Finding
+from gradguard.noqa import filter_noqa, source_lines
+from gradguard.rules import Rule
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class Fatal(click.ClickException):
+    """An error that stops gradguard before linting, with exit status 2."""
+
+    exit_code = EXIT_ERROR
+
+
+def _error(message: str) -> None:
+    click.echo(f"gradguard: error: {message}", err=True)
+
+
+# --- Linting one file -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to lint one file; picklable, for ``--jobs``."""
+
+    codes: frozenset[str]
+    rules: tuple[type[Rule], ...]
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    roots: tuple[str, ...]
+    debug: bool = False
+    disable_noqa: bool = False
+    keep_lines: bool = False
+
+
+@dataclass
+class Outcome:
+    """The result of linting one file: findings, or why the file could not be read."""
+
+    path: str
+    findings: list[Finding]
+    lines: Optional[list[str]] = None  # only with Plan.keep_lines and findings
+    error: Optional[str] = None
+
+
+def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
+    """Lint one file's bytes; apply selection, per-file-ignores and ``noqa``."""
+    try:
+        findings = check_source(source, path, plan.rules, plan.debug)
+        ignored = [code for glob, codes in plan.per_file_ignores
+                   if matches_any(path, [glob], plan.roots) for code in codes]
+        findings = [f for f in findings
+                    if f.code in plan.codes and not selection.is_ignored(f.code, ignored)]
+        lines = source_lines(source) if findings else []
+        if not plan.disable_noqa:
+            findings = filter_noqa(findings, lines)
+    except Exception as error:  # never let one file stop the others
+        detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
+        findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
+        lines = []
+        if INTERNAL_ERROR not in plan.codes:
+            findings = []
+    return Outcome(path, findings, lines if plan.keep_lines and findings else None)
+
+
+def lint_path(path: str, plan: Plan) -> Outcome:
+    """Read and lint one file; a file that cannot be read gives ``Outcome.error``."""
+    try:
+        with open(path, "rb") as file:
+            source = file.read()
+    except OSError as error:
+        return Outcome(path, [], error=f"{path}: {error.strerror or error}")
+    return lint_source(path, source, plan)
+
+
+def lint_all(paths: Sequence[str], plan: Plan, jobs: int) -> list[Outcome]:
+    """Lint files in order, in ``jobs`` processes when more than one; same results."""
+    if jobs == 1 or len(paths) < 2:
+        return [lint_path(path, plan) for path in paths]
+    with ProcessPoolExecutor(max_workers=jobs or None) as pool:
+        return list(pool.map(partial(lint_path, plan=plan), paths, chunksize=8))
+
+
+# --- Settings ---------------------------------------------------------------------------
+
+
+def _selectors(values: Sequence[str], option: str) -> list[str]:
+    selectors = selection.parse_selectors(values)
+    try:
+        selection.validate(selectors, selection.known_codes(), option)
+    except selection.UnknownSelector as error:
+        raise click.BadParameter(str(error), param_hint=option) from None
+    return selectors
+
+
+def _config_selectors(values: Optional[Sequence[str]], where: str) -> Optional[list[str]]:
+    if values is None:
+        return None
+    selectors = selection.parse_selectors(values)
+    try:
+        selection.validate(selectors, selection.known_codes(), where)
+    except selection.UnknownSelector as error:
+        raise Fatal(str(error)) from None
+    return selectors
+
+
+def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
+    if isolated:
+        if path:
+            raise click.UsageError("--config and --isolated cannot be used together")
+        return configuration.Config()
+    found = Path(path) if path else configuration.find_pyproject(Path.cwd())
+    if found is None:
+        return configuration.Config()
+    try:
+        return configuration.load(found, warn=lambda text: click.echo(
+            f"gradguard: warning: {text}", err=True))
+    except configuration.ConfigError as error:
+        raise Fatal(str(error)) from None
+
+
+def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFinder]:
+    """Merge command line and configuration: ``select``, ``ignore`` and ``exclude`` from
+    the command line replace the configuration's; ``extend-*`` add to it."""
+    where = f"[tool.gradguard] of {config.path}"
+    select = (_selectors(options["select"], "--select") if options["select"]
+              else _config_selectors(config.select, where))
+    ignore = (_selectors(options["ignore"], "--ignore") if options["ignore"]
+              else _config_selectors(config.ignore, where) or [])
+    extend = [*(_config_selectors(config.extend_select, where) or []),
+              *_selectors(options["extend_select"], "--extend-select")]
+    codes = selection.resolve(select, ignore, extend)
+    per_file = tuple(
+        (glob, tuple(_config_selectors(codes_, f"{where} per-file-ignores")))
+        for glob, codes_ in config.per_file_ignores.items()
+    )
+    roots = tuple(dict.fromkeys(str(r) for r in (config.root, Path.cwd()) if r))
+    exclude = (split_globs(options["exclude"]) if options["exclude"]
+               else config.exclude if config.exclude is not None else list(DEFAULT_EXCLUDE))
+    exclude += split_globs([*(config.extend_exclude or []), *options["extend_exclude"]])
+    plan = Plan(
+        codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
+        roots=roots, debug=options["debug"], disable_noqa=options["disable_noqa"],
+        keep_lines=options["show_source"] and options["output_format"] == "text",
+    )
+    return plan, FileFinder(exclude, roots, options["force_exclude"])
+
+
+# --- Commands ---------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="gradguard")
+def main() -> None:
+    """gradguard: find in-place operations and .data writes that break autograd."""
+
+
+_multi = partial(click.option, multiple=True, metavar="CODES")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
+@_multi("--select", help="Codes or prefixes to report (GG1, GG101, ALL); replaces the "
+        "default selection. Comma-separated or repeated.")
+@_multi("--extend-select", help="Codes or prefixes to report in addition.")
+@_multi("--ignore", help="Codes or prefixes not to report.")
+@click.option("--exclude", multiple=True, metavar="GLOBS",
+              help="Globs of files and directories to skip; replaces the default list "
+              f"({', '.join(DEFAULT_EXCLUDE)}).")
+@click.option("--extend-exclude", multiple=True, metavar="GLOBS",
+              help="Globs to skip in addition to the default list.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the excludes to paths named on the command line too.")
+@click.option("--stdin-filename", default="stdin", show_default=True,
+              help="The path to report for `-` (standard input).")
+@click.option("--format", "output_format", type=click.Choice(report.FORMATS),
+              default="text", show_default=True, help="Output format.")
+@click.option("--show-source", is_flag=True, help="Show the source line of each finding.")
+@click.option("--statistics", is_flag=True, help="Count the findings of each code.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the summary.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--disable-noqa", is_flag=True, help="Ignore `# noqa` comments.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="Read settings from this file instead of the nearest pyproject.toml.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Processes to lint with (0: one per CPU).")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def check(paths: tuple[str, ...], **options) -> None:
+    """Lint PATHS (files or directories; `-` for standard input; default `.`)."""
+    try:
+        status = run_check(paths or (".",), options)
+    except click.ClickException:
+        raise
+    except Exception as error:  # a bug in gradguard's own runner
+        _error(f"internal error: {type(error).__name__}: {error}")
+        if options["debug"]:
+            traceback.print_exc()
+        else:
+            click.echo("(run with --debug for the traceback)", err=True)
+        status = EXIT_ERROR
+    sys.exit(status)
+
+
+def run_check(paths: Sequence[str], options: dict) -> int:
+    """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
+    plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
+    found = finder.discover(path for path in paths if path != STDIN)
+    outcomes = lint_all(found.files, plan, options["jobs"])
+    if STDIN in paths:
+        source = click.get_binary_stream("stdin").read()
+        outcomes.append(lint_source(display_path(options["stdin_filename"]), source, plan))
+    errors = [f"{path}: no such file or directory" for path in found.missing]
+    errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
+    checked = [outcome for outcome in outcomes if not outcome.error]
+    findings = sorted(f for outcome in checked for f in outcome.findings)
+    _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
+    for message in errors:
+        _error(message)
+    if not options["quiet"]:
+        click.echo(report.summary(findings, len(checked)), err=True)
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
+
+
+def _write(findings: list[Finding], sources: dict, options: dict) -> None:
+    text = options["output_format"] == "text"
+    if text:
+        for line in report.text_lines(findings, sources, options["show_source"]):
+            click.echo(line)
+    else:
+        serialise = report.to_json if options["output_format"] == "json" else report.to_sarif
+        click.echo(serialise(findings))
+    if options["statistics"]:
+        for line in report.statistics(findings):
+            click.echo(line, err=not text)  # keep JSON and SARIF output parseable
+
+
+@main.command("rules")
+def list_rules() -> None:
+    """List every code with its name, whether it is on by default, and its summary."""
+    infos = report.catalog()
+    width = max(len(info.name) for info in infos)
+    for info in infos:
+        default = "on" if info.default_enabled else "off"
+        click.echo(f"{info.code}  {info.name:<{width}}  {default:<3}  {info.summary}")
+
+
+@main.command("rule")
+@click.argument("code")
+def explain_rule(code: str) -> None:
+    """Explain the rule CODE (a code such as GG101, or a name such as leaf-inplace)."""
+    for info in report.catalog():
+        if code.upper() == info.code or code.lower() == info.name:
+            default = "enabled" if info.default_enabled else "disabled"
+            click.echo(f"# {info.name} ({info.code})\n\n{info.summary}. "
+                       f"By default {default}.\n\n{info.doc}")
+            return
+    raise click.BadParameter(f"no rule {code!r} (see `gradguard rules`)", param_hint="CODE")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(prog_name="gradguard")

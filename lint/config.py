@@ -1,0 +1,109 @@
+"""Settings from ``[tool.gradguard]`` in ``pyproject.toml`` (or a file given by --config).
+
+The configuration is the nearest ``pyproject.toml`` that has a ``[tool.gradguard]``
+table, looking in the current directory and then its parents, as ruff does. A file
+given with ``--config`` that is not named ``pyproject.toml`` (say ``gradguard.toml``)
+holds the settings at its top level. TOML is read with ``tomllib`` (Python 3.11+) or
+``tomli``; without either, a found configuration is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ImportError:
+        tomllib = None  # type: ignore[assignment]
+
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+TABLE_KEYS = ("per-file-ignores",)
+_SECTION = re.compile(r"^\s*\[\s*tool\s*\.\s*gradguard\s*[\].]", re.MULTILINE)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used (bad TOML, unknown key, wrong type)."""
+
+
+@dataclass
+class Config:
+    """The settings one configuration file gives; None where it says nothing."""
+
+    path: Optional[Path] = None
+    select: Optional[list[str]] = None
+    ignore: Optional[list[str]] = None
+    extend_select: Optional[list[str]] = None
+    exclude: Optional[list[str]] = None
+    extend_exclude: Optional[list[str]] = None
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Optional[Path]:
+        """The directory relative globs in this configuration are resolved against."""
+        return self.path.parent if self.path else None
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    """The nearest ``pyproject.toml`` at or above ``start`` with a gradguard section."""
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and _SECTION.search(_read_text(candidate)):
+            return candidate
+    return None
+
+
+def load(path: Path, warn: Callable[[str], None]) -> Config:
+    """Read the settings in ``path``; see the module docstring for where they live."""
+    if tomllib is None:
+        warn(f"{path}: cannot read the configuration: install `tomli` on Python < 3.11")
+        return Config()
+    try:
+        document = tomllib.loads(_read_text(path))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = document.get("tool", {}).get("gradguard", {}) if path.name == "pyproject.toml" \
+        else document
+    return _parse(path, table)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the configuration: {error.strerror}") from None
+
+
+def _parse(path: Path, table: dict) -> Config:
+    unknown = sorted(set(table) - set(LIST_KEYS) - set(TABLE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown option(s) {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(LIST_KEYS + TABLE_KEYS)}"
+        )
+    config = Config(path=path)
+    for key in LIST_KEYS:
+        if key in table:
+            setattr(config, key.replace("-", "_"), _string_list(path, key, table[key]))
+    ignores = table.get("per-file-ignores", {})
+    if not isinstance(ignores, dict):
+        raise ConfigError(f"{path}: 'per-file-ignores' must be a table of glob = [codes]")
+    config.per_file_ignores = {
+        glob: _string_list(path, f"per-file-ignores.{glob}", codes)
+        for glob, codes in ignores.items()
+    }
+    return config
+
+
+def _string_list(path: Path, key: str, value) -> list[str]:
+    """A list of strings; a single string is accepted as a comma-separated list."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{path}: {key!r} must be a list of strings")
+    return value

@@ -1,0 +1,630 @@
+"""Evaluating expressions to abstract values, and what torch calls do to the state.
+
+``ExpressionEvaluator`` is the half of the interpreter that handles expressions; the
+statement half (``gradguard.engine.Interpreter``) derives from it. Every expression is
+evaluated once per visit, in order, so that in-place operations nested anywhere
+(``y = F.relu(w.mul_(2))``) are seen where they happen.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Optional
+
+import libcst as cst
+
+from gradguard.events import IndexKind, InplaceWrite
+from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    NUMBER,
+    UNKNOWN,
+    ClassVal,
+    Const,
+    FunctionVal,
+    GradMode,
+    Instance,
+    ModuleObj,
+    ParamsOf,
+    Ref,
+    Seq,
+    TensorRef,
+    Value,
+    join_values,
+)
+
+BINARY_OPS = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div",
+    cst.FloorDivide: "floor_divide", cst.Modulo: "remainder", cst.Power: "pow",
+    cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
+    cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
+}
+# Attributes of a tensor that are views of it.
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# Tensor methods that return a Python number.
+NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
+                            "stride", "storage_offset", "ndimension", "get_device"})
+# Decorators known not to change grad mode or how a function body runs.
+NEUTRAL_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
+    "cache", "lru_cache", "cached_property", "abstractmethod", "overload", "override",
+    "final", "contextmanager", "dataclass", "fixture", "parametrize", "skipif", "skip",
+    "script", "ignore", "unused", "export", "compile",
+})
+
+
+def dotted(node: cst.CSTNode) -> Optional[str]:
+    """``self.fc.weight`` for a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+_CODEGEN = cst.Module(body=[])
+
+
+def source_text(node: cst.CSTNode) -> str:
+    return dotted(node) or _CODEGEN.code_for_node(node)
+
+
+def split_args(call: cst.Call):
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    starred = any(a.star for a in call.args)
+    return positional, keywords, starred
+
+
+def tri_of(value: Value) -> Tri:
+    if isinstance(value, Const) and isinstance(value.value, bool):
+        return Tri.of(value.value)
+    return Tri.MAYBE
+
+
+class ExpressionEvaluator:
+    """Expression half of the interpreter. Subclasses provide ``report_failure``-free
+    event dispatch through ``self.handlers`` and the ``labels`` map."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, list] = {}
+        self.labels: dict[Hashable, str] = {}  # object -> how the code names it
+        self._eval = {
+            cst.Name: self._name,
+            cst.Attribute: self._attribute,
+            cst.Call: self._call,
+            cst.Subscript: self._subscript,
+            cst.BinaryOperation: self._binary,
+            cst.UnaryOperation: self._unary,
+            cst.Integer: lambda node, st: Const(_literal(node)),
+            cst.Float: lambda node, st: Const(_literal(node)),
+            cst.SimpleString: lambda node, st: Const(None),
+            cst.Tuple: self._sequence,
+            cst.List: self._sequence,
+            cst.IfExp: self._if_expression,
+            cst.NamedExpr: self._named_expression,
+            cst.Lambda: self._lambda,
+            cst.Ellipsis: lambda node, st: Const(...),
+        }
+
+    # ----------------------------------------------------------------- plumbing
+    def evaluate(self, node: cst.CSTNode, st: State) -> Value:
+        handler = self._eval.get(type(node))
+        if handler is not None:
+            return handler(node, st)
+        if isinstance(node, cst.BaseComp):
+            self.comprehension(node, st)
+            return UNKNOWN
+        for child in node.children:  # evaluate what is inside for its effects
+            if isinstance(child, cst.BaseExpression):
+                self.evaluate(child, st)
+            elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+                for grandchild in child.children:
+                    if isinstance(grandchild, cst.BaseExpression):
+                        self.evaluate(grandchild, st)
+        return UNKNOWN
+
+    def facts(self, st: State, value: Value) -> TensorFacts:
+        if isinstance(value, TensorRef):
+            return st.heap.get(value.obj, UNKNOWN_TENSOR)
+        return UNKNOWN_TENSOR
+
+    def new_tensor(self, st: State, obj: Hashable, facts: TensorFacts) -> TensorRef:
+        st.heap[obj] = facts
+        return TensorRef(obj)
+
+    def requires_grad_of(self, st: State, value: Value) -> Tri:
+        if value is _REQUIRES_GRAD:
+            return Tri.YES
+        if isinstance(value, TensorRef):
+            return self.facts(st, value).requires_grad
+        if isinstance(value, (Const, ClassVal, FunctionVal, GradMode)) or value is NUMBER:
+            return Tri.NO
+        if isinstance(value, Seq):
+            result = Tri.NO
+            for item in value.items:
+                result = result | self.requires_grad_of(st, item)
+            return result
+        return Tri.MAYBE
+
+    def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
+                  producer: str) -> TensorRef:
+        """A fresh tensor computed from ``inputs`` (requires grad if any input does)."""
+        requires_grad = Tri.NO
+        for value in inputs:
+            requires_grad = requires_grad | self.requires_grad_of(st, value)
+        requires_grad = requires_grad & st.grad
+        return self.new_tensor(st, id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer))
+
+    def view_of(self, st: State, node: cst.CSTNode, base: TensorRef, producer: str) -> TensorRef:
+        base_facts = self.facts(st, base)
+        requires_grad = base_facts.requires_grad & st.grad
+        return self.new_tensor(st, id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
+            created_with_grad=st.grad, producer=producer))
+
+    def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
+        """The object owning the storage that ``obj`` views, or None if it owns it."""
+        root, seen = None, set()
+        facts = st.heap.get(obj)
+        while facts is not None and facts.base is not None and facts.base not in seen:
+            seen.add(facts.base)
+            root = facts.base
+            facts = st.heap.get(root)
+        return root
+
+    def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
+                     target_node: cst.CSTNode, operation: str,
+                     index: Optional[IndexKind] = None) -> None:
+        if not isinstance(target, TensorRef) or "inplace_write" not in self.handlers:
+            return
+        root = self.root_of(st, target.obj)
+        event = InplaceWrite(
+            node=node,
+            target_text=source_text(target_node),
+            target=self.facts(st, target),
+            root=st.heap.get(root) if root is not None else None,
+            root_text=self.labels.get(root) if root is not None else None,
+            operation=operation,
+            grad_enabled=st.grad,
+            index=index,
+        )
+        self.dispatch("inplace_write", event)
+
+    def dispatch(self, kind: str, event) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def comprehension(self, node: cst.BaseComp, st: State) -> None:  # overridden
+        raise NotImplementedError
+
+    def bind_target(self, target: cst.BaseExpression, value: Value, st: State,
+                    node: cst.CSTNode) -> None:  # overridden
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- names
+    def _name(self, node: cst.Name, st: State) -> Value:
+        name = node.value
+        value = st.env.get(name)
+        if value is not None:
+            return value
+        if name in ("True", "False", "None"):
+            return Const({"True": True, "False": False, "None": None}[name])
+        return UNKNOWN
+
+    def _attribute(self, node: cst.Attribute, st: State) -> Value:
+        path = dotted(node)
+        if path is not None and path in st.env:
+            return st.env[path]
+        base = self.evaluate(node.value, st)
+        return self.attribute_of(st, base, node.attr.value, node, path)
+
+    def attribute_of(self, st: State, base: Value, attr: str, node: cst.CSTNode,
+                     path: Optional[str]) -> Value:
+        if isinstance(base, Ref):
+            return base.attr(attr)
+        if isinstance(base, TensorRef):
+            return self._tensor_attribute(st, base, attr, node)
+        if isinstance(base, ModuleObj):
+            return self._module_attribute(st, base, attr, path)
+        if isinstance(base, Instance):
+            value = base.info.attrs.get(attr, UNKNOWN)
+            self._import_heap(st, base.info.heap)
+            if path is not None and value is not UNKNOWN:
+                st.env[path] = value
+            return value
+        return UNKNOWN
+
+    def _import_heap(self, st: State, heap: dict) -> None:
+        for obj, facts in heap.items():
+            st.heap.setdefault(obj, facts)
+
+    def _tensor_attribute(self, st: State, base: TensorRef, attr: str,
+                          node: cst.CSTNode) -> Value:
+        if attr == "data":
+            return self.new_tensor(st, (id(node), "data"), TensorFacts(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
+                created_with_grad=st.grad))
+        if attr in VIEW_ATTRIBUTES:
+            return self.view_of(st, node, base, attr)
+        if attr == "grad":
+            obj = (base.obj, "grad")
+            if obj not in st.heap:
+                st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
+            return TensorRef(obj)
+        if attr in ("ndim",):
+            return NUMBER
+        return UNKNOWN
+
+    def _module_attribute(self, st: State, module: ModuleObj, attr: str,
+                          path: Optional[str]) -> Value:
+        if attr == "inplace":
+            return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
+        if attr in module.absent:
+            return Const(None)
+        if attr in TORCH.module_parameters.get(module.kind, ()):
+            obj = (module.obj, attr)
+            if obj not in st.heap:
+                st.heap[obj] = self.parameter_facts(st, module, module.origin,
+                                                    f"a parameter of `nn.{module.kind}`")
+            self.labels.setdefault(obj, path or attr)
+            return TensorRef(obj)
+        return UNKNOWN
+
+    def parameter_facts(self, st: State, owner: Value, origin: object, how: str) -> TensorFacts:
+        frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))
+        requires_grad = Tri.YES if frozen is None else frozen.requires_grad
+        return TensorFacts(requires_grad=requires_grad, is_leaf=Tri.YES,
+                           grad_origin=Origin(origin, how) if origin is not None else None)
+
+    # ----------------------------------------------------------------- operators
+    def _binary(self, node: cst.BinaryOperation, st: State) -> Value:
+        left = self.evaluate(node.left, st)
+        right = self.evaluate(node.right, st)
+        if isinstance(left, TensorRef) or isinstance(right, TensorRef):
+            return self.op_result(st, node, (left, right), BINARY_OPS.get(type(node.operator), "op"))
+        if _is_number(left) and _is_number(right):
+            return NUMBER
+        return UNKNOWN
+
+    def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
+        operand = self.evaluate(node.expression, st)
+        if isinstance(operand, TensorRef):
+            return self.op_result(st, node, (operand,), "neg")
+        if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
+                and isinstance(operand.value, (int, float)):
+            return Const(-operand.value)
+        return NUMBER if _is_number(operand) else UNKNOWN
+
+    def _sequence(self, node, st: State) -> Value:
+        items = []
+        for element in node.elements:
+            value = self.evaluate(element.value, st)
+            if isinstance(element, cst.StarredElement):
+                return UNKNOWN
+            items.append(value)
+        return Seq(tuple(items))
+
+    def _if_expression(self, node: cst.IfExp, st: State) -> Value:
+        self.evaluate(node.test, st)
+        return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
+
+    def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
+        value = self.evaluate(node.value, st)
+        self.bind_target(node.target, value, st, node)
+        return value
+
+    def _lambda(self, node: cst.Lambda, st: State) -> Value:
+        inner = st.copy()
+        for param in _all_params(node.params):
+            inner.bind(param.name.value, UNKNOWN)
+        self.evaluate(node.body, inner)
+        return FunctionVal(node)
+
+    # ----------------------------------------------------------------- indexing
+    def index_kind(self, node: cst.Subscript, st: State) -> IndexKind:
+        kind = IndexKind.BASIC
+        for element in node.slice:
+            if isinstance(element.slice, cst.Slice):
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.evaluate(part, st)
+                continue
+            value = self.evaluate(element.slice.value, st)
+            if isinstance(value, Const) and (
+                value.value is None or value.value is ... or isinstance(value.value, int)
+            ) and not isinstance(value.value, bool):
+                continue
+            if value is NUMBER:
+                continue
+            if isinstance(value, (TensorRef, Seq)) or (
+                isinstance(value, Const) and isinstance(value.value, bool)
+            ):
+                kind = IndexKind.ADVANCED
+            elif kind is IndexKind.BASIC:
+                kind = IndexKind.UNKNOWN
+        return kind
+
+    def _subscript(self, node: cst.Subscript, st: State) -> Value:
+        base = self.evaluate(node.value, st)
+        if isinstance(base, TensorRef):
+            kind = self.index_kind(node, st)
+            if kind is IndexKind.BASIC:
+                return self.view_of(st, node, base, "select")
+            if kind is IndexKind.ADVANCED:
+                return self.op_result(st, node, (base,), "index")
+            return self.op_result(st, node, (base,), "index")  # a view or a copy
+        index = None
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = self.evaluate(node.slice[0].slice.value, st)
+        else:
+            self.index_kind(node, st)
+        if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
+                and -len(base.items) <= index.value < len(base.items):
+            return base.items[index.value]
+        if isinstance(base, ModuleObj) and base.children and isinstance(index, Const) \
+                and isinstance(index.value, int) and -len(base.children) <= index.value < len(base.children):
+            return base.children[index.value]
+        return UNKNOWN
+
+    # ----------------------------------------------------------------- calls
+    def _call(self, node: cst.Call, st: State) -> Value:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            path = dotted(func)
+            receiver = st.env.get(path) if path is not None and path in st.env else None
+            if receiver is None:
+                owner = self.evaluate(func.value, st)
+                if isinstance(owner, (TensorRef, ModuleObj, Instance)):
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self.method_call(st, node, owner, func.attr.value, args)
+                receiver = self.attribute_of(st, owner, func.attr.value, func, path)
+        else:
+            receiver = self.evaluate(func, st)
+        args = [self.evaluate(arg.value, st) for arg in node.args]
+        return self.call_value(st, node, receiver, args)
+
+    def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
+        if isinstance(callee, Ref):
+            return self.torch_call(st, node, callee.qualname, args)
+        if isinstance(callee, ModuleObj):
+            return self.module_call(st, node, callee, args)
+        if isinstance(callee, ClassVal):
+            return Instance(callee.info, id(node))
+        if isinstance(callee, Instance) and callee.info.is_module:
+            return self.op_result(st, node, args + [Const(None)], callee.info.name) \
+                if st.grad is Tri.NO else self.new_tensor(st, id(node), UNKNOWN_TENSOR)
+        if isinstance(node.func, cst.Name) and node.func.value in ("len", "int", "float", "round"):
+            return NUMBER
+        if isinstance(node.func, cst.Name) and node.func.value == "range":
+            return Ref("builtins.range")
+        return UNKNOWN
+
+    def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
+        if isinstance(owner, TensorRef):
+            return self.tensor_method(st, node, owner, name, args)
+        if name in ("parameters", "named_parameters"):
+            return ParamsOf(owner, named=name == "named_parameters")
+        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
+            return owner  # modules convert in place and return themselves
+        if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
+            flag = tri_of(args[0]) if args else Tri.YES
+            st.heap[(owner.obj, "*frozen")] = TensorFacts(requires_grad=flag)
+            for obj in list(st.heap):
+                if isinstance(obj, tuple) and obj[0] == owner.obj and obj[1] != "*frozen":
+                    st.heap[obj] = st.heap[obj].evolve(requires_grad=flag)
+            return owner
+        if name == "forward" and isinstance(owner, ModuleObj):
+            return self.module_call(st, node, owner, args)
+        value = self.attribute_of(st, owner, name, node.func, None)
+        return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
+                      args: list) -> Value:
+        positional, keywords, _ = split_args(node)
+        receiver_node = node.func.value
+        if name == "requires_grad_":
+            flag_node = keywords.get("requires_grad", positional[0] if positional else None)
+            flag = Tri.YES if flag_node is None else tri_of(args[0] if args else UNKNOWN)
+            self.set_requires_grad(st, tensor, flag, node, "`requires_grad_()`")
+            return tensor
+        if name == "detach_":
+            st.heap[tensor.obj] = self.facts(st, tensor).evolve(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None)
+            return tensor
+        if name in TORCH.inplace_methods:
+            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`")
+            return tensor
+        if name == "detach":
+            return self.new_tensor(st, id(node), TensorFacts(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
+                created_with_grad=st.grad, producer="detach"))
+        if name in TORCH.view_methods:
+            return self.view_of(st, node, tensor, name)
+        if name in TORCH.multi_view_methods:
+            return UNKNOWN  # a tuple of views; GG203 territory
+        if name in NUMBER_METHODS:
+            return NUMBER if name != "size" or args else UNKNOWN
+        if name in TORCH.non_tensor_methods or name in ("backward", "register_hook",
+                                                        "retain_grad", "tolist", "numpy"):
+            return UNKNOWN
+        if name in TORCH.maybe_view_methods:
+            # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
+            facts = self.facts(st, tensor)
+            return self.new_tensor(st, id(node), TensorFacts(
+                requires_grad=facts.requires_grad & st.grad, producer=name))
+        if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
+            return self.factory(st, node, keywords, args, f"`{name}`")
+        if name in TORCH.torch_functions or name == "clone":
+            return self.op_result(st, node, [tensor, *args], name)
+        return UNKNOWN
+
+    def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
+                          how: str) -> None:
+        facts = self.facts(st, tensor)
+        if facts.is_leaf is Tri.NO:
+            return  # torch raises for non-leaves; not this engine's business
+        st.heap[tensor.obj] = facts.evolve(
+            requires_grad=flag,
+            grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None)
+
+    def factory(self, st: State, node: cst.Call, keywords: dict, args: list, how: str) -> TensorRef:
+        requires_grad = Tri.NO
+        if "requires_grad" in keywords:
+            index = [a.keyword.value if a.keyword else None for a in node.args].index("requires_grad")
+            requires_grad = tri_of(args[index])
+        return self.new_tensor(st, id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=Tri.YES,
+            grad_origin=Origin(node, f"{how} with requires_grad=True")
+            if requires_grad is Tri.YES else None))
+
+    def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
+        namespace, _, name = qualname.rpartition(".")
+        positional, keywords, starred = split_args(node)
+        arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
+            return self._torch_function(st, node, name, keywords, args, arg0)
+        if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
+            if isinstance(arg0, TensorRef):
+                return self.tensor_method(st, node, arg0, name, args[1:])
+            return UNKNOWN
+        if name == "Parameter" and namespace.startswith("torch.nn"):
+            requires_grad = tri_of(args[[a.keyword.value if a.keyword else None
+                                         for a in node.args].index("requires_grad")]) \
+                if "requires_grad" in keywords else Tri.YES
+            if len(positional) > 1:
+                requires_grad = tri_of(args[1])
+            return self.new_tensor(st, id(node), TensorFacts(
+                requires_grad=requires_grad, is_leaf=Tri.YES,
+                grad_origin=Origin(node, "`nn.Parameter`")))
+        if namespace == "torch.nn.functional":
+            return self._functional(st, node, name, positional, keywords, args, arg0)
+        if namespace == "torch.nn.init":
+            return arg0  # runs under no_grad internally
+        if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
+            return self._build_module(st, node, name, positional, keywords, args)
+        if qualname in TORCH.grad_mode_contexts:
+            return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
+        return UNKNOWN
+
+    def _torch_function(self, st, node, name, keywords, args, arg0) -> Value:
+        context = TORCH.grad_mode_contexts.get(f"torch.{name}")
+        if context is not None:
+            return self._grad_mode(st, context, args, node)
+        if name in TORCH.factories or name == "Variable":
+            return self.factory(st, node, keywords, args, f"`torch.{name}`")
+        if name in TORCH.legacy_tensor_types:
+            return self.new_tensor(st, id(node), TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
+        if name in TORCH.inplace_functions:
+            self.emit_inplace(st, node, arg0, node.args[0].value if node.args else node,
+                              f"`torch.{name}`")
+            return arg0
+        if name in TORCH.view_functions and isinstance(arg0, TensorRef):
+            return self.view_of(st, node, arg0, f"torch.{name}")
+        if name in ("is_grad_enabled", "is_tensor", "numel"):
+            return UNKNOWN
+        if name in TORCH.torch_functions and name[0].islower():
+            return self.op_result(st, node, args, f"torch.{name}")
+        return UNKNOWN
+
+    def _functional(self, st, node, name, positional, keywords, args, arg0) -> Value:
+        if name in TORCH.functional_inplace_functions:
+            self.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`")
+            return arg0
+        if name in TORCH.functional_inplace_params:
+            position = TORCH.inplace_positions.get(f"F.{name}")
+            flag_node = keywords.get("inplace")
+            if flag_node is None and position is not None and position < len(positional):
+                flag_node = positional[position]
+            if flag_node is not None:
+                flag = tri_of(args[[a.value for a in node.args].index(flag_node)])
+                if flag is Tri.YES:
+                    self.emit_inplace(st, node, arg0, node.args[0].value,
+                                      f"`F.{name}(..., inplace=True)`")
+                    return arg0
+        if name in TORCH.functional_functions:
+            return self.op_result(st, node, args, f"F.{name}")
+        return UNKNOWN
+
+    def _grad_mode(self, st: State, effect: str, args: list, node: cst.Call) -> Value:
+        if effect == "on":
+            return GradMode(Tri.YES)
+        if effect == "off":
+            if "inference_mode" in source_text(node.func) and args:
+                # inference_mode(False) leaves grad mode as it is
+                flag = tri_of(args[0])
+                return GradMode(Tri.NO if flag is Tri.YES else st.grad if flag is Tri.NO
+                                else Tri.MAYBE)
+            return GradMode(Tri.NO)
+        mode = tri_of(args[0]) if args else Tri.MAYBE
+        st.grad = mode  # set_grad_enabled(...) takes effect when called
+        return GradMode(mode)
+
+    def _build_module(self, st, node, kind, positional, keywords, args) -> Value:
+        keyword_values = {a.keyword.value: v for a, v in zip(node.args, args) if a.keyword}
+        inplace = Tri.NO
+        if kind in TORCH.inplace_modules:
+            position = TORCH.inplace_positions.get(f"nn.{kind}")
+            if "inplace" in keyword_values:
+                inplace = tri_of(keyword_values["inplace"])
+            elif position is not None and position < len(positional):
+                inplace = tri_of(args[position])
+        absent = frozenset()
+        for flag, params in (("bias", ("bias",)), ("affine", ("weight", "bias")),
+                             ("elementwise_affine", ("weight", "bias"))):
+            if flag in keyword_values:
+                value = tri_of(keyword_values[flag])
+                if value is Tri.NO:
+                    absent |= frozenset(params)
+                elif value is Tri.MAYBE:
+                    absent |= frozenset()  # unknown: the parameter may be None
+        children = tuple(args) if kind == "Sequential" else ()
+        return ModuleObj(kind=kind, obj=id(node), inplace=inplace, absent=absent,
+                         children=children, origin=node)
+
+    def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list) -> Value:
+        value = args[0] if args else UNKNOWN
+        if module.kind == "Sequential":
+            for child in module.children:
+                if isinstance(child, ModuleObj):
+                    value = self.module_call(st, node, child, [value])
+                else:
+                    value = UNKNOWN
+            return value
+        if module.inplace is Tri.YES and node.args:
+            self.emit_inplace(st, node, value, node.args[0].value,
+                              f"`nn.{module.kind}(inplace=True)` module")
+            return value
+        inputs = [value]
+        if TORCH.module_parameters.get(module.kind):
+            frozen = st.heap.get((module.obj, "*frozen"))
+            inputs.append(Const(None) if frozen is not None and frozen.requires_grad is Tri.NO
+                          else UNKNOWN if frozen is not None else _REQUIRES_GRAD)
+        return self.op_result(st, node, inputs, f"nn.{module.kind}")
+
+
+_REQUIRES_GRAD = Const("<parameters that require grad>")
+
+
+def _literal(node) -> object:
+    try:
+        return node.evaluated_value
+    except Exception:
+        return None
+
+
+def _is_number(value: Value) -> bool:
+    return value is NUMBER or (isinstance(value, Const) and isinstance(value.value, (int, float)))
+
+
+def _all_params(params: cst.Parameters):
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg

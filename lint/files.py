@@ -1,0 +1,139 @@
+"""Finding the files to lint: walking directories, exclude globs, reported paths.
+
+Directories are walked in sorted order, so the file list is deterministic. Symbolic
+links to directories are followed, but each real directory is visited once, so links
+that loop are harmless. A path named on the command line is always linted, even if it
+matches an exclude glob or does not end in ``.py`` (unless ``force_exclude``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", "build", "dist", "__pycache__", ".tox",
+    ".nox", ".eggs", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache",
+)
+STDIN = "-"
+_SPLIT = re.compile(r"\s*,\s*")
+
+
+def split_globs(values: Iterable[str]) -> list[str]:
+    """Split repeated and comma-separated glob options; drop ``./`` and trailing ``/``."""
+    globs = []
+    for value in values:
+        for glob in _SPLIT.split(value.strip()):
+            glob = glob.removeprefix("./").rstrip("/")
+            if glob:
+                globs.append(glob)
+    return globs
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def relative_candidates(path: str, roots: Sequence[str]) -> list[str]:
+    """The file's base name and its ``/``-separated path relative to each root it is
+    under: the strings that exclude and per-file-ignores globs are matched against."""
+    absolute = os.path.abspath(path)
+    names = [os.path.basename(absolute)]
+    for root in roots:
+        if _under(absolute, root):
+            names.append(os.path.relpath(absolute, root).replace(os.sep, "/"))
+    return names
+
+
+def matches_any(path: str, globs: Sequence[str], roots: Sequence[str]) -> bool:
+    """Whether a glob matches the path's name or its path relative to one of ``roots``."""
+    return any(
+        fnmatch.fnmatch(candidate, glob)
+        for candidate in relative_candidates(path, roots)
+        for glob in globs
+    )
+
+
+def display_path(path: str, cwd: str | None = None) -> str:
+    """How a path is reported: relative to the current directory when under it (no
+    ``./`` prefix), else normalised as given."""
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    if _under(absolute, cwd):
+        return os.path.relpath(absolute, cwd)
+    return os.path.normpath(path)
+
+
+@dataclass
+class Discovery:
+    """The outcome of expanding the command line's paths."""
+
+    files: list[str] = field(default_factory=list)  # display paths, no duplicates
+    missing: list[str] = field(default_factory=list)  # paths that do not exist
+    errors: list[str] = field(default_factory=list)  # directories that could not be read
+
+
+@dataclass
+class FileFinder:
+    """Expands paths into ``.py`` files, skipping those that match the exclude globs."""
+
+    exclude: Sequence[str] = DEFAULT_EXCLUDE
+    roots: Sequence[str] = ()  # directories relative exclude globs are resolved against
+    force_exclude: bool = False  # apply excludes to paths named explicitly, too
+
+    def excluded(self, path: str) -> bool:
+        return matches_any(path, self.exclude, self.roots)
+
+    def _excluded_explicitly(self, path: str) -> bool:
+        """With ``force_exclude``: whether the path or any of its parents is excluded."""
+        parts = os.path.normpath(path).split(os.sep)
+        return any(
+            self.excluded(os.sep.join(parts[:end]) or os.sep) for end in range(1, len(parts) + 1)
+        )
+
+    def discover(self, paths: Iterable[str]) -> Discovery:
+        """Expand ``paths`` (``-`` is left to the caller) into files to lint."""
+        found = Discovery()
+        seen_files: set[str] = set()
+        seen_dirs: set[tuple[int, int]] = set()
+        for path in paths:
+            if not os.path.exists(path):
+                found.missing.append(path)
+                continue
+            if self.force_exclude and self._excluded_explicitly(path):
+                continue
+            candidates = (
+                self._walk(path, seen_dirs, found.errors) if os.path.isdir(path) else [path]
+            )
+            for candidate in candidates:
+                shown = display_path(candidate)
+                if shown not in seen_files:
+                    seen_files.add(shown)
+                    found.files.append(shown)
+        return found
+
+    def _walk(self, directory: str, seen: set, errors: list[str]) -> Iterator[str]:
+        try:
+            status = os.stat(directory)
+            if (status.st_dev, status.st_ino) in seen:
+                return
+            seen.add((status.st_dev, status.st_ino))
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as error:
+            errors.append(f"{directory}: {error.strerror or error}")
+            return
+        for entry in entries:
+            path = os.path.join(directory, entry.name)
+            if self.excluded(path):
+                continue
+            try:
+                if entry.is_dir():
+                    yield from self._walk(path, seen, errors)
+                elif entry.name.endswith(".py") and entry.is_file():
+                    yield path
+            except OSError:
+                continue  # vanished or unreadable entry metadata: nothing to lint

@@ -1,0 +1,101 @@
+"""What gradguard knows about the torch API, loaded from data generated from torch.
+
+``rules/data/torch_api.json`` is written by ``tools/gen_torch_api.py`` from the
+installed torch; linting reads it and never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from importlib import resources
+
+
+class TorchAPI:
+    def __init__(self, data: dict) -> None:
+        self.data = data
+        self.version: str = data.get("torch_version", "unknown")
+
+    def _set(self, key: str) -> frozenset:
+        return frozenset(self.data.get(key, ()))
+
+    @cached_property
+    def inplace_methods(self) -> frozenset:
+        return self._set("inplace_methods")
+
+    @cached_property
+    def inplace_functions(self) -> frozenset:
+        return self._set("inplace_functions")
+
+    @cached_property
+    def view_methods(self) -> frozenset:
+        return self._set("view_methods")
+
+    @cached_property
+    def maybe_view_methods(self) -> frozenset:
+        return self._set("maybe_view_methods")
+
+    @cached_property
+    def multi_view_methods(self) -> frozenset:
+        return self._set("multi_view_methods")
+
+    @cached_property
+    def view_functions(self) -> frozenset:
+        return self._set("view_functions")
+
+    @cached_property
+    def factories(self) -> frozenset:
+        return self._set("factories") | self._set("like_factories")
+
+    @cached_property
+    def legacy_tensor_types(self) -> frozenset:
+        return self._set("legacy_tensor_types")
+
+    @cached_property
+    def non_tensor_methods(self) -> frozenset:
+        return self._set("non_tensor_methods")
+
+    @cached_property
+    def functional_inplace_params(self) -> frozenset:
+        return self._set("functional_inplace_params")
+
+    @cached_property
+    def functional_inplace_functions(self) -> frozenset:
+        return self._set("functional_inplace_functions")
+
+    @cached_property
+    def inplace_modules(self) -> frozenset:
+        return self._set("inplace_modules")
+
+    @cached_property
+    def nn_module_classes(self) -> frozenset:
+        return self._set("nn_module_classes")
+
+    @cached_property
+    def torch_functions(self) -> frozenset:
+        return self._set("torch_function_names")
+
+    @cached_property
+    def functional_functions(self) -> frozenset:
+        return self._set("functional_function_names")
+
+    @cached_property
+    def module_parameters(self) -> dict:
+        return self.data.get("module_parameters", {})
+
+    @cached_property
+    def inplace_positions(self) -> dict:
+        """``inplace`` parameter's positional index, for modules and F functions."""
+        return self.data.get("inplace_positions", {})
+
+    @cached_property
+    def grad_mode_contexts(self) -> dict:
+        return self.data.get("grad_mode_contexts", {})
+
+
+def _load() -> TorchAPI:
+    text = resources.files("gradguard.rules").joinpath("data/torch_api.json").read_text("utf-8")
+    return TorchAPI(json.loads(text))
+
+
+TORCH = _load()
