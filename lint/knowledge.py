@@ -32,6 +32,10 @@ class TorchAPI:
         return self._set("view_methods")
 
     @cached_property
+    def view_attributes(self) -> frozenset:
+        return self._set("view_attributes")
+
+    @cached_property
     def maybe_view_methods(self) -> frozenset:
         return self._set("maybe_view_methods")
 
