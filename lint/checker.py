@@ -92,7 +92,9 @@ def _syntax_finding(path: str, text: str, error: Exception) -> Finding:
     precise where libcst's native parser's are not. Fall back to libcst's own word when
     CPython accepts the file (syntax newer than libcst knows)."""
     try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        # A made-up filename: given a real one, CPython re-reads that file from disk
+        # for some errors, which is wrong for stdin and shifts columns after a BOM.
+        compile(text, "<gradguard>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
         return Finding(path, python_error.lineno or 1, python_error.offset or 1, SYNTAX_ERROR,
                        f"syntax error: {python_error.msg}")

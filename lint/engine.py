@@ -14,7 +14,6 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from gradguard.events import IndexKind
 from gradguard.expressions import (
     NEUTRAL_DECORATORS,
     ExpressionEvaluator,
@@ -36,12 +35,10 @@ from gradguard.values import (
     GradMode,
     Instance,
     ModuleObj,
-    ParamsOf,
     Ref,
     Seq,
     TensorRef,
     Value,
-    join_values,
 )
 
 AUGMENTED_OPERATORS = {
@@ -333,7 +330,7 @@ class Interpreter(ExpressionEvaluator):
 
     def _for(self, node: cst.For, st: State) -> Optional[State]:
         iterable = self.evaluate(node.iter, st)
-        element = self._element_of(iterable, node, st)
+        element = self.element_of(st, iterable, node.iter)
 
         def body(state: State) -> Optional[State]:
             self.bind_target(node.target, element, state, node)
@@ -343,28 +340,6 @@ class Interpreter(ExpressionEvaluator):
         if node.orelse is not None and after is not None:
             after = self.suite(node.orelse.body, after)
         return after
-
-    def _element_of(self, iterable: Value, node: cst.For, st: State) -> Value:
-        if isinstance(iterable, ParamsOf):
-            owner = iterable.owner
-            obj = (getattr(owner, "obj", id(node)), "*params")
-            if obj not in st.heap:
-                origin = owner.origin if isinstance(owner, ModuleObj) else node.iter
-                st.heap[obj] = self.parameter_facts(
-                    st, owner, origin, f"a parameter from {source_text(node.iter)}")
-            self.labels.setdefault(obj, "p")
-            parameter = TensorRef(obj)
-            return Seq((UNKNOWN, parameter)) if iterable.named else parameter
-        if iterable == Ref("builtins.range"):
-            return NUMBER
-        if isinstance(iterable, Seq) and iterable.items:
-            element = iterable.items[0]
-            for item in iterable.items[1:]:
-                element = join_values(element, item)
-            return element
-        if isinstance(iterable, ModuleObj) and iterable.children:
-            return UNKNOWN
-        return UNKNOWN
 
     def _while(self, node: cst.While, st: State) -> Optional[State]:
         self.evaluate(node.test, st)
@@ -433,9 +408,7 @@ class Interpreter(ExpressionEvaluator):
         clause = node.for_in
         while clause is not None:
             iterable = self.evaluate(clause.iter, inner)
-            element = UNKNOWN
-            if isinstance(iterable, ParamsOf):
-                element = self._element_of(iterable, clause, inner)
+            element = self.element_of(inner, iterable, clause.iter)
             self.bind_target(clause.target, element, inner, clause)
             for condition in clause.ifs:
                 self.evaluate(condition.test, inner)

@@ -24,6 +24,7 @@ from gradguard.values import (
     FunctionVal,
     GradMode,
     Instance,
+    IterableOf,
     ModuleObj,
     ParamsOf,
     Ref,
@@ -39,11 +40,12 @@ BINARY_OPS = {
     cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
     cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
 }
-# Attributes of a tensor that are views of it.
-VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Tensor methods that return a Python number.
 NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
                             "stride", "storage_offset", "ndimension", "get_device"})
+# Builtins whose results the engine follows; a local binding of the name shadows them.
+BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len",
+                      "int", "float", "round", "iter", "sorted"})
 # Decorators known not to change grad mode or how a function body runs.
 NEUTRAL_DECORATORS = frozenset({
     "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
@@ -98,6 +100,7 @@ class ExpressionEvaluator:
             cst.Call: self._call,
             cst.Subscript: self._subscript,
             cst.BinaryOperation: self._binary,
+            cst.Comparison: self._comparison,
             cst.UnaryOperation: self._unary,
             cst.Integer: lambda node, st: Const(_literal(node)),
             cst.Float: lambda node, st: Const(_literal(node)),
@@ -213,6 +216,8 @@ class ExpressionEvaluator:
             return value
         if name in ("True", "False", "None"):
             return Const({"True": True, "False": False, "None": None}[name])
+        if name in BUILTINS:
+            return Ref(f"builtins.{name}")
         return UNKNOWN
 
     def _attribute(self, node: cst.Attribute, st: State) -> Value:
@@ -248,7 +253,7 @@ class ExpressionEvaluator:
             return self.new_tensor(st, (id(node), "data"), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
                 created_with_grad=st.grad))
-        if attr in VIEW_ATTRIBUTES:
+        if attr in TORCH.view_attributes:
             return self.view_of(st, node, base, attr)
         if attr == "grad":
             obj = (base.obj, "grad")
@@ -288,6 +293,14 @@ class ExpressionEvaluator:
             return self.op_result(st, node, (left, right), BINARY_OPS.get(type(node.operator), "op"))
         if _is_number(left) and _is_number(right):
             return NUMBER
+        return UNKNOWN
+
+    def _comparison(self, node: cst.Comparison, st: State) -> Value:
+        operands = [self.evaluate(node.left, st)]
+        operands += [self.evaluate(target.comparator, st) for target in node.comparisons]
+        if any(isinstance(value, TensorRef) for value in operands):
+            return self.new_tensor(st, id(node), TensorFacts(  # a bool tensor
+                requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare"))
         return UNKNOWN
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
@@ -362,6 +375,8 @@ class ExpressionEvaluator:
             index = self.evaluate(node.slice[0].slice.value, st)
         else:
             self.index_kind(node, st)
+        if isinstance(base, IterableOf) and (index is NUMBER or isinstance(index, Const)):
+            return base.element
         if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
                 and -len(base.items) <= index.value < len(base.items):
             return base.items[index.value]
@@ -388,6 +403,8 @@ class ExpressionEvaluator:
         return self.call_value(st, node, receiver, args)
 
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
+        if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
+            return self.builtin_call(st, node, callee.qualname[9:], args)
         if isinstance(callee, Ref):
             return self.torch_call(st, node, callee.qualname, args)
         if isinstance(callee, ModuleObj):
@@ -397,10 +414,42 @@ class ExpressionEvaluator:
         if isinstance(callee, Instance) and callee.info.is_module:
             return self.op_result(st, node, args + [Const(None)], callee.info.name) \
                 if st.grad is Tri.NO else self.new_tensor(st, id(node), UNKNOWN_TENSOR)
-        if isinstance(node.func, cst.Name) and node.func.value in ("len", "int", "float", "round"):
+        return UNKNOWN
+
+    def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
+        if any(arg.star or arg.keyword for arg in node.args):
+            return UNKNOWN
+        if name in ("len", "int", "float", "round"):
             return NUMBER
-        if isinstance(node.func, cst.Name) and node.func.value == "range":
-            return Ref("builtins.range")
+        if name == "range":
+            return IterableOf(NUMBER)
+        if name == "zip":
+            return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
+        if name == "enumerate" and args:
+            return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
+        if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
+            if isinstance(args[0], Seq):
+                return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
+            return IterableOf(self.element_of(st, args[0], node))
+        return UNKNOWN
+
+    def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:
+        """What iterating over ``iterable`` yields (the same abstract value each time)."""
+        if isinstance(iterable, IterableOf):
+            return iterable.element
+        if isinstance(iterable, ParamsOf):
+            owner = iterable.owner
+            obj = (getattr(owner, "obj", id(site)), "*params")
+            if obj not in st.heap:
+                origin = owner.origin if isinstance(owner, ModuleObj) else site
+                st.heap[obj] = self.parameter_facts(st, owner, origin, "a parameter")
+            parameter = TensorRef(obj)
+            return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if isinstance(iterable, Seq) and iterable.items:
+            element = iterable.items[0]
+            for item in iterable.items[1:]:
+                element = join_values(element, item)
+            return element
         return UNKNOWN
 
     def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:

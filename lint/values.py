@@ -105,6 +105,14 @@ class Seq(Value):
 
 
 @dataclass(frozen=True)
+class IterableOf(Value):
+    """A list or iterator whose elements are all like ``element`` (``zip(a, b)``,
+    ``list(model.parameters())``)."""
+
+    element: Value
+
+
+@dataclass(frozen=True)
 class ParamsOf(Value):
     """``m.parameters()`` / ``m.named_parameters()``: iterating yields leaves that require grad."""
 
