@@ -8,7 +8,6 @@ and writes findings to stdout and a summary to stderr. Exit status: 0 no finding
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor
@@ -82,9 +81,7 @@ def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
     except Exception as error:  # never let one file stop the others
         detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
         findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
-        lines = []
-        if INTERNAL_ERROR not in plan.codes:
-            findings = []
+        findings, lines = (findings if INTERNAL_ERROR in plan.codes else []), []
     return Outcome(path, findings, lines if plan.keep_lines and findings else None)
 
 
@@ -109,23 +106,15 @@ def lint_all(paths: Sequence[str], plan: Plan, jobs: int) -> list[Outcome]:
 # --- Settings ---------------------------------------------------------------------------
 
 
-def _selectors(values: Sequence[str], option: str) -> list[str]:
+def _selectors(values: Sequence[str], source: str, from_config: bool = False) -> list[str]:
+    """Parse and validate selectors given to an option or a configuration key."""
     selectors = selection.parse_selectors(values)
     try:
-        selection.validate(selectors, selection.known_codes(), option)
+        selection.validate(selectors, selection.known_codes())
     except selection.UnknownSelector as error:
-        raise click.BadParameter(str(error), param_hint=option) from None
-    return selectors
-
-
-def _config_selectors(values: Optional[Sequence[str]], where: str) -> Optional[list[str]]:
-    if values is None:
-        return None
-    selectors = selection.parse_selectors(values)
-    try:
-        selection.validate(selectors, selection.known_codes(), where)
-    except selection.UnknownSelector as error:
-        raise Fatal(str(error)) from None
+        if from_config:
+            raise Fatal(f"{source}: {error}") from None
+        raise click.BadParameter(str(error), param_hint=source) from None
     return selectors
 
 
@@ -134,7 +123,7 @@ def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
         if path:
             raise click.UsageError("--config and --isolated cannot be used together")
         return configuration.Config()
-    found = Path(path) if path else configuration.find_pyproject(Path.cwd())
+    found = Path(path).absolute() if path else configuration.find_pyproject(Path.cwd())
     if found is None:
         return configuration.Config()
     try:
@@ -147,21 +136,23 @@ def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
 def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFinder]:
     """Merge command line and configuration: ``select``, ``ignore`` and ``exclude`` from
     the command line replace the configuration's; ``extend-*`` add to it."""
-    where = f"[tool.gradguard] of {config.path}"
-    select = (_selectors(options["select"], "--select") if options["select"]
-              else _config_selectors(config.select, where))
-    ignore = (_selectors(options["ignore"], "--ignore") if options["ignore"]
-              else _config_selectors(config.ignore, where) or [])
-    extend = [*(_config_selectors(config.extend_select, where) or []),
+
+    def chosen(key: str) -> Optional[list[str]]:  # the command line's, else the config's
+        if options[key]:
+            return _selectors(options[key], "--" + key.replace("_", "-"))
+        value = getattr(config, key)
+        return None if value is None else _selectors(value, f"{config.path}: {key}", True)
+
+    extend = [*_selectors(config.extend_select or [], f"{config.path}: extend-select", True),
               *_selectors(options["extend_select"], "--extend-select")]
-    codes = selection.resolve(select, ignore, extend)
+    codes = selection.resolve(chosen("select"), chosen("ignore") or [], extend)
     per_file = tuple(
-        (glob, tuple(_config_selectors(codes_, f"{where} per-file-ignores")))
+        (glob, tuple(_selectors(codes_, f"{config.path}: per-file-ignores", True)))
         for glob, codes_ in config.per_file_ignores.items()
     )
     roots = tuple(dict.fromkeys(str(r) for r in (config.root, Path.cwd()) if r))
-    exclude = (split_globs(options["exclude"]) if options["exclude"]
-               else config.exclude if config.exclude is not None else list(DEFAULT_EXCLUDE))
+    exclude = split_globs(options["exclude"] or (
+        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
     exclude += split_globs([*(config.extend_exclude or []), *options["extend_exclude"]])
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
@@ -233,7 +224,7 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     found = finder.discover(path for path in paths if path != STDIN)
     outcomes = lint_all(found.files, plan, options["jobs"])
     if STDIN in paths:
-        source = click.get_binary_stream("stdin").read()
+        source = sys.stdin.buffer.read()
         outcomes.append(lint_source(display_path(options["stdin_filename"]), source, plan))
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
@@ -278,9 +269,10 @@ def explain_rule(code: str) -> None:
     """Explain the rule CODE (a code such as GG101, or a name such as leaf-inplace)."""
     for info in report.catalog():
         if code.upper() == info.code or code.lower() == info.name:
-            default = "enabled" if info.default_enabled else "disabled"
-            click.echo(f"# {info.name} ({info.code})\n\n{info.summary}. "
-                       f"By default {default}.\n\n{info.doc}")
+            default = "Enabled" if info.default_enabled else "Disabled"
+            summary = info.summary[0].upper() + info.summary[1:]
+            click.echo(f"# {info.name} ({info.code})\n\n{summary}. {default} by default."
+                       f"\n\n{info.doc}")
             return
     raise click.BadParameter(f"no rule {code!r} (see `gradguard rules`)", param_hint="CODE")
 

@@ -43,12 +43,12 @@ def matches(code: str, selector: str) -> bool:
     return selector == ALL or code.startswith(selector)
 
 
-def validate(selectors: Iterable[str], known: Sequence[str], where: str) -> None:
+def validate(selectors: Iterable[str], known: Sequence[str]) -> None:
     """Raise ``UnknownSelector`` naming the first selector that matches no known code."""
     for selector in selectors:
         if not any(matches(code, selector) for code in known):
             raise UnknownSelector(
-                f"unknown rule selector {selector!r} in {where}: it matches none of "
+                f"unknown rule selector {selector!r}: it matches none of "
                 f"{', '.join(known)} (see `gradguard rules`)"
             )
 

@@ -1,0 +1,540 @@
+"""The ``gradguard`` command line: options, exit statuses, output streams, configuration,
+and the pure selection and noqa logic behind them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradguard import cli, config as configuration
+from gradguard.files import DEFAULT_EXCLUDE, split_globs
+from gradguard.findings import Finding
+from gradguard.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
+from gradguard.selection import (UnknownSelector, default_codes, known_codes,
+                                 parse_selectors, resolve, validate)
+
+GG101_SAMPLE = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"
+SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001 at 2:7
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """An empty directory that is the current directory, with a writer for files."""
+    monkeypatch.chdir(tmp_path)
+
+    def write(relative: str, content: str | bytes = "x = 1\n") -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return path
+
+    return write
+
+
+def gg(*args: str, stdin: bytes | None = None):
+    """Run ``gradguard ARGS`` in-process; stdout and stderr are kept apart."""
+    return CliRunner().invoke(cli.main, list(args), input=stdin, catch_exceptions=False)
+
+
+def codes(result) -> list[str]:
+    """The codes of the findings printed on stdout."""
+    return [line.split(": ", 1)[1].split()[0] for line in result.stdout.splitlines()]
+
+
+# --- Commands -----------------------------------------------------------------------------
+
+
+def test_version_and_module_entry_point():
+    assert "0.1.0" in gg("--version").stdout
+    run = subprocess.run([sys.executable, "-m", "gradguard", "--version"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "gradguard" in run.stdout and "0.1.0" in run.stdout
+
+
+def test_rules_lists_every_code_with_default():
+    result = gg("rules")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(known_codes())
+    gg101 = next(line for line in lines if line.startswith("GG101"))
+    assert "leaf-inplace" in gg101 and " on " in gg101
+
+
+@pytest.mark.parametrize("name", ["GG101", "gg101", "leaf-inplace"])
+def test_rule_prints_docstring(name):
+    result = gg("rule", name)
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# leaf-inplace (GG101)")
+    assert "## What it does" in result.stdout and "## Why is this bad?" in result.stdout
+
+
+def test_rule_unknown_is_usage_error():
+    result = gg("rule", "GG999")
+    assert result.exit_code == 2 and "GG999" in result.stderr
+
+
+# --- Output, summary, exit status ---------------------------------------------------------
+
+
+def test_syntax_error_among_ok_files(project):
+    project("pkg/bad.py", SYNTAX_ERROR)
+    project("pkg/ok.py")
+    result = gg("check")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        os.path.join("pkg", "bad.py") + ":2:7: GG001 syntax error: invalid syntax"]
+    assert result.stderr.strip() == "1 finding in 1 file, 2 files checked"
+
+
+def test_summary_only_on_stderr_and_plurals(project):
+    project("a.py", SYNTAX_ERROR)
+    project("b.py", "x = (\n")
+    project("c.py")
+    result = gg("check", ".")
+    assert "checked" not in result.stdout and len(result.stdout.splitlines()) == 2
+    assert result.stderr.strip() == "2 findings in 2 files, 3 files checked"
+    assert gg("check", "c.py").stderr.strip() == "No findings, 1 file checked"
+
+
+def test_quiet_and_exit_zero(project):
+    project("a.py", SYNTAX_ERROR)
+    quiet = gg("check", "-q")
+    assert quiet.exit_code == 1 and quiet.stderr == "" and quiet.stdout
+    assert gg("check", "--exit-zero").exit_code == 0
+    project("a.py")
+    assert gg("check").exit_code == 0
+
+
+def test_findings_sorted_by_path_line_col(project):
+    for name in ("b.py", "a.py", "sub/c.py"):
+        project(name, "x = (\ny = (\n")
+    lines = gg("check").stdout.splitlines()
+    assert lines == sorted(lines, key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
+    assert [line.split(":")[0] for line in lines] == ["a.py", "b.py", os.path.join("sub", "c.py")]
+
+
+def test_paths_reported_relative_without_dot_prefix(project, tmp_path, monkeypatch):
+    project("inner/a.py", SYNTAX_ERROR)
+    assert gg("check", ".").stdout.startswith(os.path.join("inner", "a.py") + ":")
+    assert gg("check", "./inner/a.py").stdout.startswith(os.path.join("inner", "a.py") + ":")
+    monkeypatch.chdir(tmp_path / "inner")
+    outside = project("other/b.py", SYNTAX_ERROR)
+    shown = os.path.join("..", "other")
+    assert gg("check", shown).stdout.startswith(os.path.join(shown, "b.py") + ":")
+    assert gg("check", str(outside)).stdout.startswith(str(outside) + ":")
+
+
+def test_show_source_puts_caret_under_column(project):
+    project("a.py", "x = 1\nif x:\n\ty = (\n")
+    lines = gg("check", "--show-source").stdout.splitlines()
+    assert lines == ["a.py:3:6: GG001 syntax error: '(' was never closed", "\ty = (", "\t    ^"]
+
+
+def test_json_format(project):
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", "--format", "json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == [{
+        "path": "a.py", "line": 2, "col": 7, "code": "GG001", "name": "syntax-error",
+        "message": "syntax error: invalid syntax"}]
+    project("a.py")
+    assert json.loads(gg("check", "--format", "json").stdout) == []
+
+
+def test_sarif_format(project):
+    project("a.py", SYNTAX_ERROR)
+    log = json.loads(gg("check", "--format", "sarif").stdout)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert {"GG001", "GG101"} <= {rule["id"] for rule in rules}
+    gg101 = next(rule for rule in rules if rule["id"] == "GG101")
+    assert gg101["name"] == "leaf-inplace" and "## What it does" in gg101["fullDescription"]["text"]
+    (result,) = run["results"]
+    assert result["ruleId"] == "GG001" and rules[result["ruleIndex"]]["id"] == "GG001"
+    location = result["locations"][0]["physicalLocation"]
+    assert location == {"artifactLocation": {"uri": "a.py"},
+                        "region": {"startLine": 2, "startColumn": 7}}
+
+
+def test_statistics(project):
+    project("a.py", "x = (\n")
+    project("b.py", "x = (\n")
+    text = gg("check", "--statistics")
+    assert text.stdout.splitlines()[-1].split() == ["2", "GG001", "syntax-error"]
+    machine = gg("check", "--statistics", "--format", "json")
+    assert len(json.loads(machine.stdout)) == 2 and "GG001" in machine.stderr
+
+
+# --- Files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("directory", DEFAULT_EXCLUDE)
+def test_default_excludes(project, directory):
+    project("ok.py")
+    project(f"{directory}/bad.py", SYNTAX_ERROR)
+    result = gg("check")
+    assert result.exit_code == 0 and "1 file checked" in result.stderr
+
+
+def test_named_files_are_always_linted(project):
+    project(".venv/bad.py", SYNTAX_ERROR)
+    project("build/lib/bad.py", SYNTAX_ERROR)
+    project("script", SYNTAX_ERROR)  # no .py suffix
+    result = gg("check", ".venv/bad.py", "build", "script")
+    assert result.exit_code == 1 and codes(result) == ["GG001"] * 3
+
+
+def test_force_exclude_applies_to_named_files(project):
+    project("build/bad.py", SYNTAX_ERROR)
+    result = gg("check", "--force-exclude", "build/bad.py")
+    assert result.exit_code == 0 and "0 files checked" in result.stderr
+
+
+def test_exclude_replaces_and_extend_exclude_adds(project):
+    project("build/bad.py", SYNTAX_ERROR)
+    project("gen/schema_pb2.py", SYNTAX_ERROR)
+    project("pkg/generated/x.py", SYNTAX_ERROR)
+    project("pkg/ok.py")
+    assert gg("check").exit_code == 1  # gen/ and pkg/generated/ are not excluded by default
+    result = gg("check", "--extend-exclude", "*_pb2.py", "--extend-exclude", "pkg/generated")
+    assert result.exit_code == 0 and "1 file checked" in result.stderr
+    result = gg("check", "--exclude", "gen,generated")  # build/ no longer excluded
+    assert codes(result) == ["GG001"] and "build" in result.stdout
+
+
+def test_only_python_files_are_discovered(project):
+    project("notes.txt", SYNTAX_ERROR)
+    project("stub.pyi", SYNTAX_ERROR)
+    project("a.py")
+    assert "1 file checked" in gg("check").stderr
+
+
+def test_duplicate_paths_linted_once(project):
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", ".", "a.py", "./a.py")
+    assert len(result.stdout.splitlines()) == 1 and "1 file checked" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_symlink_loops_terminate(project, tmp_path):
+    project("pkg/a.py", SYNTAX_ERROR)
+    os.symlink(tmp_path / "pkg", tmp_path / "pkg" / "loop")
+    os.symlink(tmp_path, tmp_path / "pkg" / "up")
+    os.symlink(tmp_path / "missing.py", tmp_path / "dangling.py")
+    result = gg("check")
+    assert result.exit_code == 1 and len(result.stdout.splitlines()) == 1
+
+
+def test_missing_path_is_error_after_linting_the_rest(project):
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", "nope.py", "a.py")
+    assert result.exit_code == 2
+    assert codes(result) == ["GG001"]
+    assert "nope.py" in result.stderr and "1 file checked" in result.stderr
+    assert gg("check", "--exit-zero", "nope.py").exit_code == 2
+
+
+def test_unreadable_file_is_error_after_linting_the_rest(project, monkeypatch):
+    project("a.py", SYNTAX_ERROR)
+    project("b.py")
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        if str(path).endswith("b.py"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(cli, "open", fake_open, raising=False)
+    result = gg("check")
+    assert result.exit_code == 2 and codes(result) == ["GG001"]
+    assert "b.py: Permission denied" in result.stderr
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_file_by_permissions(project):
+    project("b.py").chmod(0)
+    result = gg("check")
+    assert result.exit_code == 2 and "Permission denied" in result.stderr
+
+
+# --- Standard input -----------------------------------------------------------------------
+
+
+def test_stdin_default_name(project):
+    result = gg("check", "-", stdin=b"x = (\n")
+    assert result.stdout.startswith("stdin:1:5: GG001")
+    assert "1 file checked" in result.stderr
+
+
+def test_stdin_filename_with_other_paths(project):
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", "-", "a.py", "--stdin-filename", "build/x.py", stdin=b"x = (\n")
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+        "a.py", os.path.join("build", "x.py")]  # sorted, and never excluded
+
+
+def test_stdin_subject_to_per_file_ignores(project):
+    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"x.py" = ["GG001"]\n')
+    assert gg("check", "-", "--stdin-filename", "x.py", stdin=b"x = (\n").exit_code == 0
+    assert gg("check", "-", "--stdin-filename", "y.py", stdin=b"x = (\n").exit_code == 1
+
+
+# --- Selection ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, reported", [
+    ((), True),
+    (("--ignore", "GG001"), False),
+    (("--ignore", "GG0"), False),
+    (("--ignore", "gg"), False),
+    (("--ignore", "ALL"), False),
+    (("--select", "GG1"), False),
+    (("--select", "GG101,GG001"), True),
+    (("--select", "GG101", "--select", "GG001"), True),
+    (("--select", "GG1", "--extend-select", "GG001"), True),
+    (("--select", "ALL"), True),
+    (("--select", "GG", "--ignore", "GG001"), False),
+    (("--select", "GG001", "--ignore", "GG0"), True),  # the more specific wins
+    (("--select", "GG0", "--ignore", "GG0"), False),  # ignore wins a tie
+])
+def test_select_and_ignore_on_diagnostics(project, args, reported):
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", *args)
+    assert result.exit_code == (1 if reported else 0), result.stderr
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_unknown_selector_is_usage_error(project, option):
+    result = gg("check", option, "GG9")
+    assert result.exit_code == 2 and "GG9" in result.stderr and "unknown" in result.stderr
+
+
+def test_resolve_default_and_prefixes():
+    assert resolve(None) == default_codes()
+    assert {"GG001", "GG002", "GG003", "GG101"} <= resolve(None)
+    assert resolve(["GG1"]) == {c for c in known_codes() if c.startswith("GG1")}
+    assert resolve(["ALL"]) == set(known_codes())
+    assert resolve(None, ["GG1"]) == {"GG001", "GG002", "GG003"}
+    assert resolve(None, ["GG"], ["GG101"]) == {"GG101"}
+    assert resolve(["GG101"], ["GG1"]) == {"GG101"}
+    assert resolve(["GG1"], ["GG101"]) == resolve(["GG1"]) - {"GG101"}
+
+
+def test_select_enables_default_off_rule():
+    known = ("GG001", "GG101", "GG150")
+    defaults = frozenset({"GG001", "GG101"})
+    assert resolve(None, known=known, defaults=defaults) == defaults
+    assert resolve(None, extend_select=["GG150"], known=known, defaults=defaults) == set(known)
+    assert resolve(["GG1"], known=known, defaults=defaults) == {"GG101", "GG150"}
+
+
+def test_parse_and_validate_selectors():
+    assert parse_selectors(["gg1, GG002", "GG003"]) == ["GG1", "GG002", "GG003"]
+    validate(["GG", "GG1", "GG101", "ALL"], known_codes())
+    with pytest.raises(UnknownSelector, match="'GG2'"):
+        validate(["GG1", "GG2"], known_codes())
+    assert split_globs(["a, b", "./c/", ""]) == ["a", "b", "c"]
+
+
+# --- noqa ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("x = 1", None),
+    ("x = 1  # noqa", BLANKET),
+    ("x = 1  #noqa", BLANKET),
+    ("x = 1  # NOQA", BLANKET),
+    ("x = 1  # noqa: GG101", {"GG101"}),
+    ("x = 1  # noqa:GG101,GG102", {"GG101", "GG102"}),
+    ("x = 1  # noqa: gg1, GG002", {"GG1", "GG002"}),
+    ("x = 1  # noqa: this is why", BLANKET),  # flake8: no codes, so blanket
+])
+def test_noqa_codes(line, expected):
+    assert noqa_codes(line) == expected
+
+
+def test_filter_noqa_only_on_the_reported_line():
+    lines = ["a  # noqa: GG1", "b  # noqa", "c  # noqa: GG102", "d"]
+    found = [Finding("p", line, 1, "GG101", "m") for line in (1, 2, 3, 4, 9)]
+    assert [f.line for f in filter_noqa(found, lines)] == [3, 4, 9]
+
+
+def test_source_lines_decoding():
+    assert source_lines(b"a\r\nb\rc\n") == ["a", "b", "c", ""]
+    assert source_lines(b"\xef\xbb\xbfa\x0cb\n") == ["a\x0cb", ""]
+    assert source_lines(b"# coding: latin-1\nx = '\xe9'\n")[1] == "x = 'é'"
+    assert source_lines(b"x = '\xff'  # noqa\n")[0] == "x = 'ÿ'  # noqa"  # latin-1 fallback
+
+
+@pytest.mark.parametrize("comment, suppressed", [
+    ("# noqa", True), ("# noqa: GG001", True), ("# noqa:GG0", True), ("# NoQA: gg001", True),
+    ("# noqa: GG101", False), ("", False),
+])
+def test_noqa_in_cli(project, comment, suppressed):
+    project("a.py", f"x = (  {comment}\n")
+    assert gg("check").exit_code == (0 if suppressed else 1)
+    assert gg("check", "--disable-noqa").exit_code == 1
+
+
+def test_noqa_on_undecodable_file(project):
+    project("a.py", b"x = '\xff'  # noqa: GG002\n")
+    assert gg("check").exit_code == 0
+    assert codes(gg("check", "--disable-noqa")) == ["GG002"]
+
+
+# --- Configuration ------------------------------------------------------------------------
+
+
+def test_config_found_walking_up(project, tmp_path, monkeypatch):
+    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG001"]\n')
+    project("sub/pyproject.toml", "[project]\nname = 'sub'\n")  # no section: skipped
+    project("sub/a.py", SYNTAX_ERROR)
+    monkeypatch.chdir(tmp_path / "sub")
+    assert gg("check").exit_code == 0
+    assert gg("check", "--isolated").exit_code == 1
+    assert gg("check", "--ignore", "GG002").exit_code == 1  # command line replaces ignore
+
+
+def test_config_select_extend_select_and_exclude(project):
+    project("pyproject.toml", '[tool.gradguard]\nselect = ["GG1"]\nexclude = ["skip"]\n'
+                              'extend-exclude = ["also"]\n')
+    project("a.py", SYNTAX_ERROR)
+    project("skip/b.py", SYNTAX_ERROR)
+    project("also/c.py", SYNTAX_ERROR)
+    assert gg("check").exit_code == 0
+    result = gg("check", "--extend-select", "GG001")
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["a.py"]
+    assert gg("check", "--select", "GG0").exit_code == 1
+    assert len(gg("check", "--isolated").stdout.splitlines()) == 3
+
+
+def test_config_per_file_ignores(project):
+    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"tests/*" = ["GG0"]\n'
+                              '"legacy.py" = ["GG001"]\n')
+    project("tests/t.py", SYNTAX_ERROR)
+    project("pkg/legacy.py", SYNTAX_ERROR)
+    project("a.py", SYNTAX_ERROR)
+    assert [line.split(":")[0] for line in gg("check").stdout.splitlines()] == ["a.py"]
+
+
+def test_config_file_option(project):
+    project("gradguard.toml", 'ignore = ["GG001"]\n')
+    project("a.py", SYNTAX_ERROR)
+    assert gg("check", "--config", "gradguard.toml").exit_code == 0
+    assert gg("check", "--config", "gradguard.toml", "--isolated").exit_code == 2
+
+
+@pytest.mark.parametrize("content, message", [
+    ('[tool.gradguard]\nselcet = ["GG1"]\n', "selcet"),
+    ('[tool.gradguard]\nselect = ["GG9"]\n', "GG9"),
+    ('[tool.gradguard]\nselect = 1\n', "list of strings"),
+    ('[tool.gradguard]\nselect = [\n', "invalid TOML"),
+    ('[tool.gradguard.per-file-ignores]\n"x" = ["XX"]\n', "XX"),
+])
+def test_bad_config_is_usage_error(project, content, message):
+    project("pyproject.toml", content)
+    result = gg("check")
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_config_without_toml_reader_warns_and_continues(project, monkeypatch):
+    monkeypatch.setattr(configuration, "tomllib", None)
+    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG001"]\n')
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check")
+    assert result.exit_code == 1 and "warning" in result.stderr and "tomli" in result.stderr
+
+
+# --- Errors, debug, jobs ------------------------------------------------------------------
+
+
+def test_exception_in_check_source_is_gg003_for_that_file(project, monkeypatch):
+    project("a.py")
+    project("b.py", SYNTAX_ERROR)
+    real = cli.check_source
+
+    def flaky(source, path, *args, **kwargs):
+        if path == "a.py":
+            raise RuntimeError("boom")
+        return real(source, path, *args, **kwargs)
+
+    monkeypatch.setattr(cli, "check_source", flaky)
+    result = gg("check")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == "a.py:1:1: GG003 internal error: RuntimeError: boom"
+    assert codes(result) == ["GG003", "GG001"]
+    assert "Traceback" in gg("check", "--debug").stdout
+    assert gg("check", "--ignore", "GG003").stdout.count("GG003") == 0
+
+
+def test_internal_error_in_runner(project, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("runner bug")
+
+    monkeypatch.setattr(cli.FileFinder, "discover", broken)
+    result = gg("check")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "internal error: RuntimeError: runner bug" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Traceback" in gg("check", "--debug").stderr
+
+
+def test_debug_is_passed_to_check_source(project, monkeypatch):
+    seen = []
+    monkeypatch.setattr(cli, "check_source", lambda s, p, r, debug: seen.append(debug) or [])
+    project("a.py")
+    gg("check")
+    gg("check", "--debug")
+    assert seen == [False, True]
+
+
+def test_jobs_give_the_same_output(project):
+    for i in range(12):
+        project(f"m{i:02}.py", SYNTAX_ERROR if i % 3 else "x = 1\n")
+    serial = gg("check")
+    parallel = gg("check", "--jobs", "3")
+    assert parallel.stdout == serial.stdout and parallel.exit_code == serial.exit_code == 1
+    assert parallel.stderr == serial.stderr
+
+
+def test_subprocess_streams(project):
+    project("a.py", SYNTAX_ERROR)
+    run = subprocess.run([sys.executable, "-m", "gradguard", "check"], capture_output=True,
+                         text=True)
+    assert run.returncode == 1
+    assert run.stdout == "a.py:2:7: GG001 syntax error: invalid syntax\n"
+    assert run.stderr == "1 finding in 1 file, 1 file checked\n"
+
+
+# --- Real findings (need the engine) ------------------------------------------------------
+
+
+def test_gg101_reported(project):
+    project("train.py", GG101_SAMPLE)
+    result = gg("check")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("train.py:3:1: GG101 ")
+
+
+@pytest.mark.parametrize("args, comment, reported", [
+    ((), "", True),
+    ((), "  # noqa: GG101", False),
+    ((), "  # noqa: GG1", False),
+    ((), "  # noqa: GG102", True),
+    (("--ignore", "GG1"), "", False),
+    (("--select", "GG101"), "", True),
+    (("--disable-noqa",), "  # noqa", True),
+])
+def test_gg101_selection_and_noqa(project, args, comment, reported):
+    project("train.py", GG101_SAMPLE.replace("x *= 100", "x *= 100" + comment))
+    assert ("GG101" in codes(gg("check", *args))) == reported

@@ -1,0 +1,120 @@
+"""Unusual but valid files lint cleanly; broken files give GG001/GG002, never a crash."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from gradguard import cli
+
+TORCH = "import torch\nw = torch.zeros(3, requires_grad=True)\n"
+
+
+def nested(opening: str, closing: str, depth: int, inner: str = "w") -> str:
+    return opening * depth + inner + closing * depth
+
+
+VALID: dict[str, bytes] = {
+    "empty": b"",
+    "only-newline": b"\n",
+    "no-final-newline": TORCH.encode() + b"y = w * 2",
+    "bom": b"\xef\xbb\xbf" + TORCH.encode() + b"y = w * 2\n",
+    "crlf": (TORCH + "y = w * 2\nif y.sum():\n    z = y\n").replace("\n", "\r\n").encode(),
+    "cr-only": (TORCH + "y = w * 2\n").replace("\n", "\r").encode(),
+    "form-feed": TORCH.encode() + b"\x0c\ndef f():\n\x0c    return w * 2\n",
+    "tabs": TORCH.encode() + b"def f(x):\n\tif x:\n\t\treturn x * w\n\treturn w\n",
+    "latin-1-cookie": b"# -*- coding: latin-1 -*-\n" + TORCH.encode() + b"s = '\xe9t\xe9'\n",
+    "utf-8-cookie-second-line": b"#!/usr/bin/env python\n# coding: utf-8\n" + TORCH.encode()
+    + "s = 'été'\n".encode(),
+    "non-ascii-names": (TORCH + "données = w * 2\nπ = 3.14\n").encode(),
+    "long-line": (TORCH + "y = [" + "w, " * 33_000 + "]\n").encode(),
+    "long-string": (TORCH + "s = '" + "a" * 100_000 + "'\n").encode(),
+    "parens-100": (TORCH + "y = " + nested("(", ")", 100) + " * 2\n").encode(),
+    "lists-50": (TORCH + "y = " + nested("[", "]", 50) + "\n").encode(),
+    "calls-50": (TORCH + "y = " + nested("torch.relu(", ")", 50) + "\n").encode(),
+    "attributes-200": (TORCH + "y = w" + ".T" * 200 + "\n").encode(),
+    "sum-1000": (TORCH + "y = " + " + ".join(["w"] * 1000) + "\n").encode(),
+    "many-statements": (TORCH + "y = w * 2\n" * 5000).encode(),
+    "deep-blocks": (TORCH + "".join("    " * i + "if w.sum():\n" for i in range(40))
+                    + "    " * 40 + "y = w * 2\n").encode(),
+    "match": (TORCH + "match w.dim():\n    case 0 | 1:\n        y = w\n"
+              "    case [a, *rest]:\n        y = a\n    case {'k': v, **kw}:\n        y = v\n"
+              "    case torch.Tensor(shape=s) if s:\n        y = w\n    case _:\n        y = w\n"
+              ).encode(),
+    "walrus": (TORCH + "if (n := w.numel()) > 1:\n    y = [z := w * 2, z]\n").encode(),
+    "positional-only": (TORCH + "def f(a, /, b=1, *, c, **k):\n    return a * w\n").encode(),
+    "pep604": (TORCH + "def f(x: torch.Tensor | None = None) -> int | str:\n    return 1\n"
+               ).encode(),
+    "except-star": (TORCH + "try:\n    y = w * 2\nexcept* ValueError as e:\n    pass\n"
+                    "except* (TypeError, KeyError):\n    pass\n").encode(),
+    "pep695": (TORCH + "type Vector = list[float]\ntype Pair[T] = tuple[T, T]\n"
+               "def first[T](x: T) -> T:\n    return x\n"
+               "class Box[T: torch.Tensor, *Ts, **P]:\n    pass\n").encode(),
+    "fstrings": (TORCH + "s = f'{w!r:>{10}} {w.shape=} {\"nested\"}'\n").encode(),
+    "async": (TORCH + "async def f():\n    async with g() as x:\n        async for y in x:\n"
+              "            await y\n    return [z async for z in x]\n").encode(),
+    "decorators": (TORCH + "@torch.no_grad()\n@(lambda f: f)\ndef f():\n    w.mul_(2)\n"
+                   ).encode(),
+    "star-exprs": (TORCH + "a, *b = w, w\nprint(*b, **{})\ndel a\nglobal g\n").encode(),
+    "no-torch": b"def f(x):\n    x *= 2\n    return x\n",
+}
+
+
+def lint(tmp_path, monkeypatch, name: str, content: bytes, *args: str):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(content)
+    return CliRunner().invoke(cli.main, ["check", name, *args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_valid_input_lints_cleanly(tmp_path, monkeypatch, name):
+    result = lint(tmp_path, monkeypatch, "sample.py", VALID[name], "--show-source")
+    assert "GG00" not in result.stdout
+    assert result.exit_code == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("content, line, col", [
+    (b"x = 1\ndef f(:\n    pass\n", 2, 7),
+    (b"import torch\nx = (\n", 2, 5),
+    (b"def f():\nreturn 1\n", 2, 1),
+    (b"print 'hello'\n", 1, 1),
+    (b"x = '\n", 1, 5),
+    (b"\xef\xbb\xbfx = (\n", 1, 5),
+    (b"x = 1\r\ny = )\r\n", 2, 5),
+])
+def test_syntax_error_is_gg001_at_position(tmp_path, monkeypatch, content, line, col):
+    result = lint(tmp_path, monkeypatch, "bad.py", content)
+    assert result.exit_code == 1
+    (finding,) = result.stdout.splitlines()
+    assert finding.startswith(f"bad.py:{line}:{col}: GG001 syntax error: ")
+
+
+@pytest.mark.parametrize("content, line", [
+    (b"x = '\xff'\n", 1),
+    (b"# coding: ascii\nx = '\xc3\xa9'\n", 2),
+    (b"# coding: no-such-codec\nx = 1\n", 1),
+    (b"x = 1\ny = '\xc3('\n", 2),
+])
+def test_undecodable_is_gg002(tmp_path, monkeypatch, content, line):
+    result = lint(tmp_path, monkeypatch, "bad.py", content, "--show-source")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"bad.py:{line}:1: GG002 ")
+    assert "GG003" not in result.stdout
+
+
+def test_deeper_nesting_than_the_parser_handles_is_not_a_crash(tmp_path, monkeypatch):
+    content = ("x = " + nested("(", ")", 1000, "1") + "\n").encode()
+    result = lint(tmp_path, monkeypatch, "deep.py", content)
+    assert "GG003" not in result.stdout and result.exit_code in (0, 1)
+
+
+def test_every_file_linted_independently(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, content in VALID.items():
+        (tmp_path / f"{name}.py").write_bytes(content)
+    (tmp_path / "zz_bad.py").write_bytes(b"x = '\xff'\n")
+    (tmp_path / "aa_bad.py").write_bytes(b"x = (\n")
+    result = CliRunner().invoke(cli.main, ["check"], catch_exceptions=False)
+    paths = [line.split(":")[0] for line in result.stdout.splitlines()]
+    assert paths == ["aa_bad.py", "zz_bad.py"]
+    assert f"{len(VALID) + 2} files checked" in result.stderr
