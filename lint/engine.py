@@ -309,30 +309,42 @@ class Interpreter(ExpressionEvaluator):
 
     def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
               exits_normally: bool) -> Optional[State]:
-        """Run a loop body to a fixpoint; return the state after the loop."""
-        head = entry.copy()
-        loop = _Loop()
-        for _ in range(MAX_LOOP_PASSES):
+        """Run a loop body until its facts stop changing; return the state after the loop.
+
+        The first pass starts from ``entry`` and the second exactly where the first
+        ended, so an effect of iteration 1 is seen by iteration 2 with full precision;
+        later passes start from the join of all the states seen at the loop head.
+        """
+        heads, breaks = [entry], []
+        state = entry
+        for pass_number in range(MAX_LOOP_PASSES):
             loop = _Loop()
             self.loops.append(loop)
             try:
-                end = run_body(head.copy())
+                end = run_body(state.copy())
             finally:
                 self.loops.pop()
-            new_head = join_all([entry, end, *loop.continues])
-            if new_head == head:
+            breaks.extend(loop.breaks)
+            back = join_all([end, *loop.continues])
+            if back is None:
+                break  # the body never comes back to the head
+            heads.append(back)
+            following = back if pass_number == 0 else join(state, back)
+            if pass_number > 0 and following == state:
                 break
-            head = new_head
+            state = following
         else:
-            head = _widen(head, entry)
-        after = [head] if exits_normally else []
-        return join_all(after + loop.breaks)
+            heads.append(_widen(join_all(heads), entry))
+        return join_all((heads if exits_normally else []) + breaks)
 
     def _for(self, node: cst.For, st: State) -> Optional[State]:
         iterable = self.evaluate(node.iter, st)
         element = self.element_of(st, iterable, node.iter)
+        # Each iteration binds a different object: its facts start afresh every time.
+        fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
 
         def body(state: State) -> Optional[State]:
+            state.heap.update(fresh)
             self.bind_target(node.target, element, state, node)
             return self.suite(node.body, state)
 
@@ -532,6 +544,14 @@ class Interpreter(ExpressionEvaluator):
                 continue
             info.attrs[attr] = value
         info.heap.update(end.heap)
+
+
+def _objects_in(value: Value) -> list:
+    if isinstance(value, TensorRef):
+        return [value.obj]
+    if isinstance(value, Seq):
+        return [obj for item in value.items for obj in _objects_in(item)]
+    return []
 
 
 def _widen(head: State, entry: State) -> State:

@@ -1,0 +1,334 @@
+"""The engine's own behaviour: name resolution, scopes and control flow.
+
+Each case is a snippet and the exact (line, code) findings it must produce. The
+fixtures prove the rules against torch; these pin down the interpreter's reasoning
+(how a name resolves, how paths join, how loops reach a fixpoint) on small programs.
+Linting only: no torch needed.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gradguard import check_source
+
+
+def findings(code: str) -> set[tuple[int, str]]:
+    source = textwrap.dedent(code).lstrip("\n")
+    return {(f.line, f.code) for f in check_source(source, "snippet.py")}
+
+
+CASES = {
+    # --- imports and shadowing -------------------------------------------------------
+    "import torch as T": ("""
+        import torch as T
+        w = T.ones(2, requires_grad=True)
+        w.add_(1)
+        """, {(3, "GG101")}),
+    "from torch import ones": ("""
+        from torch import ones
+        w = ones(2, requires_grad=True)
+        w.add_(1)
+        """, {(3, "GG101")}),
+    "from torch import nn; F as alias": ("""
+        from torch import nn
+        import torch.nn.functional as Fn
+        layer = nn.Linear(2, 2)
+        Fn.relu(layer.weight, inplace=True)
+        """, {(4, "GG101")}),
+    "from torch.nn import init is silent": ("""
+        import torch
+        from torch.nn import init
+        w = torch.empty(2, requires_grad=True)
+        init.normal_(w)
+        """, set()),
+    "import torch.nn binds torch": ("""
+        import torch.nn
+        m = torch.nn.Linear(2, 2)
+        m.weight.zero_()
+        """, {(3, "GG101")}),
+    "a local named torch shadows the module": ("""
+        import torch
+        def f(torch):
+            w = torch.ones(2, requires_grad=True)
+            w.add_(1)
+        """, set()),
+    "an import of another torch-named module shadows": ("""
+        import torch
+        import numpy as torch
+        w = torch.ones(2, requires_grad=True)
+        w.add_(1)
+        """, set()),
+    "relative import is not torch": ("""
+        import torch
+        from .nn import Parameter
+        w = Parameter(torch.ones(2))
+        w.add_(1)
+        """, set()),
+    "Parameter imported from torch.nn.parameter": ("""
+        import torch
+        from torch.nn.parameter import Parameter
+        w = Parameter(torch.ones(2))
+        w.add_(1)
+        """, {(4, "GG101")}),
+    "no torch in the file: nothing": ("""
+        w = ones(2, requires_grad=True)
+        w.add_(1)
+        """, set()),
+    # --- grad mode -------------------------------------------------------------------
+    "no_grad block": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        with torch.no_grad():
+            w.add_(1)
+        w.add_(1)
+        """, {(5, "GG101")}),
+    "set_grad_enabled as a call stays in effect": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        torch.set_grad_enabled(False)
+        w.add_(1)
+        torch.set_grad_enabled(True)
+        w.add_(1)
+        """, {(6, "GG101")}),
+    "set_grad_enabled with an unknown flag is silent": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        with torch.set_grad_enabled(flag):
+            w.add_(1)
+        """, set()),
+    "inference_mode and the autograd spelling": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        with torch.inference_mode():
+            w.add_(1)
+        with torch.autograd.no_grad():
+            w.add_(1)
+        """, set()),
+    "no_grad decorator with and without parentheses": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        @torch.no_grad()
+        def a():
+            w.add_(1)
+        @torch.no_grad
+        def b():
+            w.add_(1)
+        def c():
+            w.add_(1)
+        """, {(10, "GG101")}),
+    "an unknown decorator may change grad mode": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        @some_wrapper
+        def a():
+            w.add_(1)
+        @staticmethod
+        def b():
+            w.add_(1)
+        """, {(8, "GG101")}),
+    # --- flow ------------------------------------------------------------------------
+    "rebinding in one branch makes it unknown": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        if cond:
+            w = w * 2
+        w.add_(1)
+        """, set()),
+    "leaf on both branches stays a leaf": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        if cond:
+            w.requires_grad_()
+        else:
+            pass
+        w.add_(1)
+        """, {(7, "GG101")}),
+    "requires_grad set in one branch only is unknown": ("""
+        import torch
+        w = torch.ones(2)
+        if cond:
+            w.requires_grad = True
+        w.add_(1)
+        """, set()),
+    "early return ends the path": ("""
+        import torch
+        def f(flag):
+            w = torch.ones(2)
+            if flag:
+                return w
+            w.requires_grad_()
+            w.add_(1)
+        """, {(7, "GG101")}),
+    "loop: the effect of one iteration reaches the next": ("""
+        import torch
+        w = torch.ones(2)
+        for i in range(3):
+            if i > 0:
+                w.mul_(2)
+            w.requires_grad_()
+        """, {(5, "GG101")}),
+    "loop: each element is a fresh object": ("""
+        import torch
+        from torch import nn
+        model = nn.Linear(2, 2)
+        for p in model.parameters():
+            p.requires_grad_(False)
+            p.zero_()
+        """, set()),
+    "loop: a leaf rebound each iteration": ("""
+        import torch
+        for step in range(3):
+            w = torch.ones(2, requires_grad=True)
+            w.add_(1)
+            w = w * 2
+        """, {(4, "GG101")}),
+    "loop: a leaf made before the loop": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        while running:
+            w.sub_(0.1)
+        """, {(4, "GG101")}),
+    "break leaves the loop with its state": ("""
+        import torch
+        for step in range(3):
+            w = torch.ones(2, requires_grad=True)
+            break
+        w.add_(1)
+        """, set()),
+    "try: the handler may run after any statement": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        try:
+            w = w * 2
+        except RuntimeError:
+            w.add_(1)
+        """, set()),
+    "match cases are joined": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        match mode:
+            case "a":
+                w.add_(1)
+            case _:
+                pass
+        """, {(5, "GG101")}),
+    "comprehension and lambda bodies are analysed": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        ys = [w.add_(i) for i in range(3)]
+        f = lambda: w.mul_(2)
+        """, {(3, "GG101"), (4, "GG101")}),
+    "walrus binds": ("""
+        import torch
+        if (w := torch.ones(2, requires_grad=True)) is not None:
+            w.add_(1)
+        """, {(3, "GG101")}),
+    # --- objects -----------------------------------------------------------------------
+    "alias sees requires_grad set through another name": ("""
+        import torch
+        a = torch.ones(2)
+        b = a
+        a.requires_grad = True
+        b.add_(1)
+        """, {(5, "GG101")}),
+    "module attribute facts from __init__ reach other methods": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+                self.scale = nn.Parameter(torch.ones(1))
+            def shrink(self):
+                self.scale.mul_(0.5)
+                self.fc.weight[0] = 0
+        """, {(9, "GG101"), (10, "GG102")}),
+    "an attribute rebound in another method is not trusted": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(1))
+            def load(self, value):
+                self.w = value
+            def shrink(self):
+                self.w.mul_(0.5)
+        """, set()),
+    "bias=False means no bias parameter": ("""
+        import torch
+        from torch import nn
+        layer = nn.Linear(2, 2, bias=False)
+        if layer.bias is not None:
+            layer.bias.zero_()
+        """, set()),
+    "requires_grad_(False) on a module freezes its parameters": ("""
+        import torch
+        from torch import nn
+        layer = nn.Linear(2, 2)
+        layer.requires_grad_(False)
+        layer.weight.zero_()
+        """, set()),
+    "positional inplace flag": ("""
+        import torch
+        from torch import nn
+        w = torch.ones(2, requires_grad=True)
+        nn.ReLU(True)(w)
+        nn.ReLU(False)(w)
+        """, {(4, "GG101")}),
+    "Sequential runs its layers in order": ("""
+        import torch
+        from torch import nn
+        w = torch.ones(2, requires_grad=True)
+        block = nn.Sequential(nn.ReLU(inplace=True))
+        block(w)
+        """, {(5, "GG101")}),
+    "m.inplace = True after construction": ("""
+        import torch
+        from torch import nn
+        w = torch.ones(2, requires_grad=True)
+        act = nn.ReLU()
+        act.inplace = True
+        act(w)
+        """, {(6, "GG101")}),
+    "to() may return the same leaf or a copy": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True).to(device)
+        w.add_(1)
+        """, set()),
+    "unknown index: a view or a copy, so silent after the fact": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        v = w[idx]
+        v.add_(1)
+        """, set()),
+    "detach and data views are not leaves that require grad": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        w.detach()[0] = 1
+        w.data.view(-1).add_(1)
+        """, set()),
+    "@= rebinds": ("""
+        import torch
+        w = torch.ones(2, 2, requires_grad=True)
+        w @= torch.eye(2)
+        w += 1
+        """, set()),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_engine_case(name):
+    code, expected = CASES[name]
+    assert findings(code) == expected
+
+
+def test_deep_nesting_and_long_chains_do_not_crash():
+    deep = "import torch\nx = " + "(" * 150 + "1" + ")" * 150 + "\n"
+    chain = "import torch\nx = " + " + ".join(["a"] * 1500) + "\n"
+    attrs = "import torch\nx = torch" + ".a" * 500 + "\n"
+    for source in (deep, chain, attrs):
+        assert not [f for f in check_source(source, "deep.py") if f.code.startswith("GG00")]
