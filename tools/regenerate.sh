@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Regenerate every data file the linter ships (rules/data/*.json) from the installed torch.
+# Usage (repo root or anywhere): tools/regenerate.sh   [uses $PYTHON, default: python]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python}"
+"$PYTHON" tools/gen_torch_api.py
+"$PYTHON" tools/gen_saved_tensors.py
