@@ -389,11 +389,12 @@ def build():
         "inplace_positions": inplace_positions(module_classes),
         "view_methods": methods["view"],
         "maybe_view_methods": methods["maybe"],
-        "multi_view_methods": methods["multi"],
+        "multi_view_methods": forbids_inplace(methods["multi"], tensor_call),
         "view_attributes": attributes["view"],
         "view_functions": functions["view"],
         "maybe_view_functions": functions["maybe"],
-        "multi_view_functions": functions["multi"],
+        "multi_view_functions": forbids_inplace(
+            functions["multi"], lambda x, n, args: getattr(torch, n)(x, *args)),
         "factories": [n for n in with_rg if not n.endswith("_like")
                       and makes_leaf(n, FACTORY_ARGS)],
         "like_factories": [n for n in with_rg if n.endswith("_like") and makes_leaf(n, like_args)],
@@ -411,6 +412,31 @@ def build():
         "functional_function_names": public(F),
         "nn_module_classes": module_classes,
     }
+
+
+MULTI_VIEW_ARGS = [(), (2,), ([1, 3],)]
+
+
+def forbids_inplace(names, call):
+    """Keep the multi-output view ops whose outputs torch refuses to modify in place.
+
+    The schema says ``Tensor(a)[]`` for all of them, but tensor_split, hsplit, vsplit and
+    dsplit are composites of single views (narrow/slice) whose outputs may be written."""
+    kept = []
+    for name in names:
+        for args in MULTI_VIEW_ARGS:
+            x = torch.randn(4, 4, 4, requires_grad=True) * 1
+            try:
+                outputs = call(x, name, args)
+            except (RuntimeError, TypeError, ValueError, IndexError):
+                continue
+            try:
+                outputs[0].mul_(2)
+            except RuntimeError as error:
+                if "returns multiple views" in str(error):
+                    kept.append(name)
+            break
+    return kept
 
 
 def positional_index(function, name, skip_self):
