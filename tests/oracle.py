@@ -85,6 +85,15 @@ def register(exp: Expectation) -> Expectation:
 register(Expectation("GG101", "raises_here", RuntimeError, LEAF_MSG, excludes=("a view of " + LEAF_MSG,)))
 register(Expectation("GG102", "raises_here", RuntimeError, VIEW_OF_LEAF_MSG))
 
+SAVED_TENSOR_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
+MULTI_OUTPUT_VIEW_MSG = (
+    "is a view and is being modified inplace. This view is the output of a function that returns multiple views"
+)
+
+register(Expectation("GG201", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
+register(Expectation("GG202", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
+register(Expectation("GG203", "raises_here", RuntimeError, MULTI_OUTPUT_VIEW_MSG))
+
 
 # --------------------------------------------------------------------------- parsing
 
