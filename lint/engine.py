@@ -22,23 +22,28 @@ from gradguard.expressions import (
     source_text,
     tri_of,
 )
-from gradguard.facts import Tri
+from gradguard.facts import TensorFacts, Tri
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
 from gradguard.values import (
     NUMBER,
     UNKNOWN,
     ClassInfo,
+    AllowMutation,
     ClassVal,
     Const,
     FunctionVal,
     GradMode,
     Instance,
+    IterableOf,
     ModuleObj,
+    Optimizer,
+    ParamsOf,
     Ref,
     Seq,
     TensorRef,
     Value,
+    join_values,
 )
 
 AUGMENTED_OPERATORS = {
@@ -48,6 +53,7 @@ AUGMENTED_OPERATORS = {
     cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
 MAX_LOOP_PASSES = 4
+MAX_INLINE_DEPTH = 2  # calls followed into same-file functions, one inside another
 
 Report = Callable[[cst.CSTNode, str, str], None]
 
@@ -74,7 +80,13 @@ class Interpreter(ExpressionEvaluator):
         self._reported: set = set()
         self._positions = None
         self.loops: list[_Loop] = []
-        self.pending: list[tuple[cst.FunctionDef, State, Optional[Instance]]] = []
+        # Function bodies to run after the module body: (def, enclosing state or None for
+        # a module-level def, whose globals are the module's final bindings, self).
+        self.pending: list[tuple[cst.FunctionDef, Optional[State], Optional[Instance],
+                                 Optional[Tri]]] = []
+        self.in_function = False
+        self.inlining: list[cst.FunctionDef] = []  # functions being followed from a call
+        self.returns: list[list] = []  # per followed call: (state, value) at each return
         self._report = report
         for rule_class in rules:
             rule = rule_class(self._report_once, self.line_of)
@@ -135,9 +147,11 @@ class Interpreter(ExpressionEvaluator):
     def run(self) -> None:
         st = self.block(self.module.body, State({}, {}, Tri.YES))
         globals_ = st.env if st is not None else {}
+        self.module_heap = st.heap if st is not None else {}
+        self.in_function = True
         while self.pending:
-            function, closure, self_value = self.pending.pop(0)
-            self.function_body(function, closure, globals_, self_value)
+            function, closure, self_value, grad_mode = self.pending.pop(0)
+            self.function_body(function, closure, globals_, self_value, grad_mode)
 
     def block(self, statements, st: Optional[State]) -> Optional[State]:
         for statement in statements:
@@ -197,7 +211,7 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
-                else None
+                else (value.element,) * len(elements) if isinstance(value, IterableOf) else None
             for position, element in enumerate(elements):
                 item = items[position] if items is not None else UNKNOWN
                 if isinstance(element, cst.StarredElement):
@@ -233,7 +247,8 @@ class Interpreter(ExpressionEvaluator):
             self.emit_inplace(st, node, current, node.target, f"`{operator}`")
             return st  # the same object, changed in place
         if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
-            result = self.op_result(st, node, (current, operand), "matmul")
+            result = self.op_result(st, node, (current, operand), "matmul", {
+                "0": (current, source_text(node.target)), "1": (operand, source_text(node.value))})
         elif current is NUMBER or isinstance(current, Const):
             result = NUMBER if operand is NUMBER or isinstance(operand, Const) else UNKNOWN
         else:
@@ -277,8 +292,11 @@ class Interpreter(ExpressionEvaluator):
 
     # ----------------------------------------------------------------- control flow
     def _return(self, node: cst.Return, st: State) -> None:
-        if node.value is not None:
-            self.evaluate(node.value, st)
+        value = self.evaluate(node.value, st) if node.value is not None else Const(None)
+        if self.returns:
+            self.returns[-1].append((st, value))  # the caller goes on with it
+        elif node.value is not None:
+            self.escape(st, node, value)
         return None
 
     def _raise(self, node: cst.Raise, st: State) -> None:
@@ -371,10 +389,13 @@ class Interpreter(ExpressionEvaluator):
     def _with(self, node: cst.With, st: State) -> Optional[State]:
         outer_grad = st.grad
         inner_grad = None
+        outer_allow = st.allow_mutation
         for item in node.items:
             value = self.evaluate(item.item, st)
             if isinstance(value, GradMode):
                 inner_grad = value.mode
+            elif isinstance(value, AllowMutation):
+                st.allow_mutation = True
             if item.asname is not None:
                 self.bind_target(item.asname.name, UNKNOWN, st, node)
         if inner_grad is not None:
@@ -382,6 +403,8 @@ class Interpreter(ExpressionEvaluator):
         end = self.suite(node.body, st)
         if end is not None and inner_grad is not None:
             end.grad = outer_grad  # leaving the block restores grad mode
+        if end is not None:
+            end.allow_mutation = outer_allow
         return end
 
     def _try(self, node, st: State) -> Optional[State]:
@@ -438,7 +461,8 @@ class Interpreter(ExpressionEvaluator):
         grad_mode = self._decorator_grad_mode(node, st)
         value = FunctionVal(node, grad_mode)
         st.bind(node.name.value, value)
-        self.pending.append((node, st.copy(), self_value))
+        self.pending.append((node, st.copy() if self.in_function else None, self_value,
+                             grad_mode))
         return st
 
     def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
@@ -461,20 +485,55 @@ class Interpreter(ExpressionEvaluator):
                 mode = Tri.MAYBE  # an unknown decorator may run the body under no_grad
         return mode
 
-    def function_body(self, node: cst.FunctionDef, closure: State, globals_: dict,
-                      self_value: Optional[Instance]) -> None:
+    def inline_call(self, st: State, call: cst.Call, function: FunctionVal, args: list) -> Value:
+        """Follow a call into a function of this file when an argument carries evidence
+        (a tensor, a module, parameters, an optimizer): its writes, saves and backward
+        then happen in the caller's state. Two levels deep at most, never recursively."""
+        definition = function.node
+        if definition in self.inlining or len(self.inlining) >= MAX_INLINE_DEPTH \
+                or not isinstance(definition.body, cst.IndentedBlock) \
+                or not any(_carries_evidence(value) for value in args):
+            return UNKNOWN
+        inner = st.copy()
+        inner.grad = function.grad_mode if function.grad_mode is not None else st.grad
+        for name, value in _bind_arguments(definition.params, call, args).items():
+            inner.bind(name, value)
+        self.inlining.append(definition)
+        self.returns.append([])
+        try:
+            end = self.block(definition.body.body, inner)
+        finally:
+            self.inlining.pop()
+            returns = self.returns.pop()
+        out = join_all([end, *(state for state, _ in returns)])
+        if out is None:
+            return UNKNOWN  # it always raises
+        st.heap, st.saves, st.mutations, st.retained = out.heap, out.saves, out.mutations, \
+            out.retained
+        values = [value for _, value in returns] or [Const(None)]
+        result = values[0]
+        for value in values[1:]:
+            result = join_values(result, value)
+        return result
+
+    def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
+                      self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
         env = dict(globals_)
-        env.update(closure.env)
-        value = env.get(node.name.value)
-        grad = value.grad_mode if isinstance(value, FunctionVal) and value.node is node \
-            and value.grad_mode is not None else Tri.YES
-        st = State(env, dict(closure.heap), grad)
+        if closure is not None:
+            env.update(closure.env)
+        grad = grad_mode if grad_mode is not None else Tri.YES
+        st = State(env, dict(closure.heap if closure is not None else self.module_heap), grad)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
         params = list(node.params.posonly_params) + list(node.params.params)
         if self_value is not None and params and not _is_static(node):
             name = params[0].name.value
             st.bind(name, self_value)
+            if self_value.info.is_module and node.name.value == "forward":
+                for param in params[1:]:  # activations: they require grad
+                    if param.default is None:
+                        st.bind(param.name.value, self.new_tensor(st, id(param), TensorFacts(
+                            requires_grad=Tri.YES, is_leaf=Tri.NO, producer="input")))
             st.heap.update(self_value.info.heap)
             for attr, attr_value in self_value.info.attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
@@ -501,6 +560,9 @@ class Interpreter(ExpressionEvaluator):
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"
                     for attr in _assigned_self_attrs(method)}
+        for method in methods:
+            if method.name.value == "forward":
+                info.forward_arity = _returned_tuple_length(method)
         body_state = st.copy()
         for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
             if isinstance(statement, cst.FunctionDef):
@@ -514,7 +576,7 @@ class Interpreter(ExpressionEvaluator):
                 if end is not None:
                     self._collect_attributes(info, method, end, unstable)
             else:
-                self._function_def(method, st.copy(), self_value)
+                self._function_def(method, body_state, self_value)
         st.bind(node.name.value, ClassVal(info))
         return st
 
@@ -552,6 +614,33 @@ def _objects_in(value: Value) -> list:
     if isinstance(value, Seq):
         return [obj for item in value.items for obj in _objects_in(item)]
     return []
+
+
+def _carries_evidence(value: Value) -> bool:
+    if isinstance(value, (TensorRef, ModuleObj, Instance, ParamsOf, Optimizer)):
+        return True
+    if isinstance(value, Seq):
+        return any(_carries_evidence(item) for item in value.items)
+    if isinstance(value, IterableOf):
+        return _carries_evidence(value.element)
+    return False
+
+
+def _bind_arguments(params: cst.Parameters, call: cst.Call, args: list) -> dict:
+    """Parameter name -> value for a call; what cannot be matched is unknown."""
+    bound = {param.name.value: UNKNOWN for param in _all_params(params)}
+    positional = list(params.posonly_params) + list(params.params)
+    position = 0
+    for arg, value in zip(call.args, args):
+        if arg.star:
+            return bound  # *args/**kwargs: positions unknown from here on
+        if arg.keyword is not None:
+            if arg.keyword.value in bound:
+                bound[arg.keyword.value] = value
+        elif position < len(positional):
+            bound[positional[position].name.value] = value
+            position += 1
+    return bound
 
 
 def _widen(head: State, entry: State) -> State:
@@ -611,6 +700,22 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
 
     method.body.visit(Finder())
     return found
+
+
+def _returned_tuple_length(function: cst.FunctionDef) -> int:
+    """n when every ``return`` in the function returns an n-tuple literal, else 1."""
+    lengths = set()
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function  # not into nested functions
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            lengths.add(len(value.elements) if isinstance(value, cst.Tuple) else 1)
+
+    function.visit(Finder())
+    return lengths.pop() if len(lengths) == 1 else 1
 
 
 def _pattern_names(pattern) -> list[str]:

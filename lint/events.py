@@ -20,6 +20,38 @@ class IndexKind(enum.Enum):
 
 
 @dataclass(frozen=True)
+class SaveRecord:
+    """A tensor that an op saved for backward, identified by the op's node and argument."""
+
+    key: tuple  # (id of the op's node, argument key)
+    storage: object  # the heap object owning the saved storage
+    op: str  # for messages: "torch.matmul", "nn.Sigmoid", "sigmoid"
+    node: cst.CSTNode  # the op's node (its line is cited)
+    tensor_text: str  # the saved tensor as written: "d", "the output"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A write that changed a saved tensor after it was saved (pending until a backward)."""
+
+    save: SaveRecord
+    node: cst.CSTNode
+    target_text: str
+    operation: str
+    parameter_update: bool  # an optimizer step or a write to a parameter
+
+
+@dataclass(frozen=True)
+class SavedTensorMutated:
+    """A backward (or a return that hands the graph to a caller's backward) needs a
+    saved tensor that ``mutation`` changed: torch raises there."""
+
+    mutation: Mutation
+    backward_node: cst.CSTNode  # the backward() call, or the return statement
+    escaped: bool  # True: returned to the caller, whose backward will fail
+
+
+@dataclass(frozen=True)
 class InplaceWrite:
     """A write into an existing tensor's storage.
 

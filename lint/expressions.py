@@ -12,13 +12,18 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.events import IndexKind, InplaceWrite
+from gradguard.events import IndexKind, InplaceWrite, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
+from gradguard.saved import PARAMS, SavedTensors
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
     UNKNOWN,
+    AllowMutation,
+    Distribution,
+    Optimizer,
+    ParamGroup,
     ClassVal,
     Const,
     FunctionVal,
@@ -43,6 +48,12 @@ BINARY_OPS = {
 # Tensor methods that return a Python number.
 NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
                             "stride", "storage_offset", "ndimension", "get_device"})
+# Distribution methods whose result carries no graph; the others (log_prob, entropy,
+# rsample, cdf...) depend on the distribution's parameters.
+DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
+LIST_GROWERS = frozenset({"append", "extend", "insert"})
+# Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
+TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len",
                       "int", "float", "round", "iter", "sorted"})
@@ -87,11 +98,12 @@ def tri_of(value: Value) -> Tri:
     return Tri.MAYBE
 
 
-class ExpressionEvaluator:
-    """Expression half of the interpreter. Subclasses provide ``report_failure``-free
-    event dispatch through ``self.handlers`` and the ``labels`` map."""
+class ExpressionEvaluator(SavedTensors):
+    """Expression half of the interpreter; the statement half (``Interpreter``) provides
+    ``dispatch``, ``comprehension`` and ``bind_target``."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.handlers: dict[str, list] = {}
         self.labels: dict[Hashable, str] = {}  # object -> how the code names it
         self._eval = {
@@ -106,6 +118,7 @@ class ExpressionEvaluator:
             cst.Float: lambda node, st: Const(_literal(node)),
             cst.SimpleString: lambda node, st: Const(None),
             cst.Tuple: self._sequence,
+            cst.Dict: self._dict,
             cst.List: self._sequence,
             cst.IfExp: self._if_expression,
             cst.NamedExpr: self._named_expression,
@@ -140,8 +153,6 @@ class ExpressionEvaluator:
         return TensorRef(obj)
 
     def requires_grad_of(self, st: State, value: Value) -> Tri:
-        if value is _REQUIRES_GRAD:
-            return Tri.YES
         if isinstance(value, TensorRef):
             return self.facts(st, value).requires_grad
         if isinstance(value, (Const, ClassVal, FunctionVal, GradMode)) or value is NUMBER:
@@ -151,24 +162,70 @@ class ExpressionEvaluator:
             for item in value.items:
                 result = result | self.requires_grad_of(st, item)
             return result
+        if isinstance(value, IterableOf):
+            return self.requires_grad_of(st, value.element)
         return Tri.MAYBE
 
     def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
-                  producer: str) -> TensorRef:
-        """A fresh tensor computed from ``inputs`` (requires grad if any input does)."""
-        requires_grad = Tri.NO
+                  producer: str, operands: Optional[dict] = None,
+                  extra_saves: frozenset = frozenset(),
+                  site: Optional[Hashable] = None) -> TensorRef:
+        """A fresh tensor computed from ``inputs`` (requires grad if any input does).
+
+        Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
+        ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
+        requires_grad, saves = Tri.NO, frozenset()
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
+            saves |= self.saves_of(st, value)
         requires_grad = requires_grad & st.grad
-        return self.new_tensor(st, id(node), TensorFacts(
+        result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer))
+        if requires_grad is Tri.NO:
+            return result
+        if operands is not None:
+            table_name = producer[6:] if producer.startswith("torch.") else producer
+            saves |= self.record_saves(st, node, table_name, operands, result,
+                                       _display(producer), site)
+        st.heap[result.obj] = st.heap[result.obj].evolve(saves=saves | extra_saves)
+        return result
 
-    def view_of(self, st: State, node: cst.CSTNode, base: TensorRef, producer: str) -> TensorRef:
+    def saves_of(self, st: State, value: Value) -> frozenset:
+        """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
+        if isinstance(value, TensorRef):
+            return self.facts(st, value).saves
+        if isinstance(value, Seq):
+            return frozenset().union(*(self.saves_of(st, item) for item in value.items))
+        if isinstance(value, IterableOf):
+            return self.saves_of(st, value.element)
+        return frozenset()
+
+    def outputs_of(self, st: State, node: cst.Call, op: str, inputs: list, operands: dict,
+                   saved_outputs: list, site: Optional[Hashable] = None) -> Value:
+        """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
+        graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
+        output = self.op_result(st, node, inputs, op, operands, site=site)
+        facts = self.facts(st, output)
+        if 0 in saved_outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
+            record = SaveRecord((site or id(node), "output 0"), output.obj, op, node, "")
+            self.add_saves(st, [record])
+            st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+        return Seq((output, UNKNOWN))
+
+    def view_of(self, st: State, node: Hashable, base: TensorRef, producer: str,
+                multi_view: bool = False) -> TensorRef:
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
-        return self.new_tensor(st, id(node), TensorFacts(
+        return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
-            created_with_grad=st.grad, producer=producer))
+            created_with_grad=st.grad, producer=producer, saves=base_facts.saves,
+            multi_view=multi_view))
+
+    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: str) -> Value:
+        """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
+        if not isinstance(base, TensorRef):
+            return UNKNOWN
+        return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
 
     def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """The object owning the storage that ``obj`` views, or None if it owns it."""
@@ -181,27 +238,46 @@ class ExpressionEvaluator:
         return root
 
     def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
-                     target_node: cst.CSTNode, operation: str,
-                     index: Optional[IndexKind] = None) -> None:
-        if not isinstance(target, TensorRef) or "inplace_write" not in self.handlers:
+                     target_node: cst.CSTNode | str, operation: str,
+                     index: Optional[IndexKind] = None, method: Optional[str] = None,
+                     site: Optional[Hashable] = None) -> None:
+        """A write into ``target``'s storage: tell the rules, and note which saved
+        tensors it changed."""
+        if not isinstance(target, TensorRef):
             return
+        facts = self.facts(st, target)
         root = self.root_of(st, target.obj)
-        event = InplaceWrite(
-            node=node,
-            target_text=source_text(target_node),
-            target=self.facts(st, target),
-            root=st.heap.get(root) if root is not None else None,
-            root_text=self.labels.get(root) if root is not None else None,
-            operation=operation,
-            grad_enabled=st.grad,
-            index=index,
-        )
-        self.dispatch("inplace_write", event)
+        root_facts = st.heap.get(root) if root is not None else None
+        text = target_node if isinstance(target_node, str) else source_text(target_node)
+        if "inplace_write" in self.handlers:
+            self.dispatch("inplace_write", InplaceWrite(
+                node=node, target_text=text, target=facts, root=root_facts,
+                root_text=self.labels.get(root) if root is not None else None,
+                operation=operation, grad_enabled=st.grad, index=index))
+        if st.grad is Tri.YES and (facts.is_grad_leaf or (
+                root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
+            return  # torch raises right here (GG101/GG102): nothing after it runs
+        if facts.multi_view and st.grad is Tri.YES and facts.requires_grad is Tri.YES:
+            return  # GG203: torch raises right here
+        counter = self.counter_of(st, target.obj)
+        counter_facts = st.heap.get(counter)
+        parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
+            or (isinstance(counter, tuple) and counter[-1] == PARAMS)
+        self.write_to_saved(st, node, counter, text, operation, parameter)
+        if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
+                and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
+            record = SaveRecord((site or id(node), "result"), counter, method, node, text)
+            self.add_saves(st, [record])
+            st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
 
     def dispatch(self, kind: str, event) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def comprehension(self, node: cst.BaseComp, st: State) -> None:  # overridden
+        raise NotImplementedError
+
+    def inline_call(self, st: State, node: cst.Call, function: FunctionVal,
+                    args: list) -> Value:  # overridden
         raise NotImplementedError
 
     def bind_target(self, target: cst.BaseExpression, value: Value, st: State,
@@ -289,8 +365,13 @@ class ExpressionEvaluator:
     def _binary(self, node: cst.BinaryOperation, st: State) -> Value:
         left = self.evaluate(node.left, st)
         right = self.evaluate(node.right, st)
+        if isinstance(node.operator, cst.Add) and isinstance(left, (Seq, IterableOf)) \
+                and isinstance(right, (Seq, IterableOf)):
+            return _concatenate(left, right)
         if isinstance(left, TensorRef) or isinstance(right, TensorRef):
-            return self.op_result(st, node, (left, right), BINARY_OPS.get(type(node.operator), "op"))
+            operands = {"0": (left, source_text(node.left)), "1": (right, source_text(node.right))}
+            return self.op_result(st, node, (left, right),
+                                  BINARY_OPS.get(type(node.operator), "op"), operands)
         if _is_number(left) and _is_number(right):
             return NUMBER
         return UNKNOWN
@@ -320,6 +401,20 @@ class ExpressionEvaluator:
                 return UNKNOWN
             items.append(value)
         return Seq(tuple(items))
+
+    def _dict(self, node: cst.Dict, st: State) -> Value:
+        """Only an optimizer's param group (``{"params": ..., "lr": ...}``) matters."""
+        group = UNKNOWN
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.evaluate(element.key, st)
+                value = self.evaluate(element.value, st)
+                if isinstance(element.key, cst.SimpleString) \
+                        and element.key.evaluated_value == "params":
+                    group = ParamGroup(value)
+            else:
+                self.evaluate(element.value, st)
+        return group
 
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         self.evaluate(node.test, st)
@@ -393,7 +488,11 @@ class ExpressionEvaluator:
             receiver = st.env.get(path) if path is not None and path in st.env else None
             if receiver is None:
                 owner = self.evaluate(func.value, st)
-                if isinstance(owner, (TensorRef, ModuleObj, Instance)):
+                if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \
+                        and path is not None:
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
                 receiver = self.attribute_of(st, owner, func.attr.value, func, path)
@@ -401,6 +500,18 @@ class ExpressionEvaluator:
             receiver = self.evaluate(func, st)
         args = [self.evaluate(arg.value, st) for arg in node.args]
         return self.call_value(st, node, receiver, args)
+
+    def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
+        """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
+        added = args[-1] if args else UNKNOWN
+        if method == "extend":
+            added = self.element_of(st, added, None)
+        elements = list(current.items) if isinstance(current, Seq) else [current.element]
+        element = added
+        for item in elements:
+            element = join_values(element, item)
+        st.env[path] = IterableOf(element)
+        return Const(None)
 
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
         if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
@@ -412,9 +523,40 @@ class ExpressionEvaluator:
         if isinstance(callee, ClassVal):
             return Instance(callee.info, id(node))
         if isinstance(callee, Instance) and callee.info.is_module:
-            return self.op_result(st, node, args + [Const(None)], callee.info.name) \
-                if st.grad is Tri.NO else self.new_tensor(st, id(node), UNKNOWN_TENSOR)
+            return self.user_module_call(st, node, callee, args)
+        if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
+            return self.inline_call(st, node, callee, args)
         return UNKNOWN
+
+    def user_module_call(self, st: State, node: cst.Call, module: Instance, args: list) -> Value:
+        """Calling an ``nn.Module`` defined in the file. Its forward is not followed here;
+        what is known: the output requires grad when its parameters do, and its graph
+        saved some of them when the input requires grad or two layers are chained."""
+        layers = [value for value in module.info.attrs.values()
+                  if isinstance(value, TensorRef) or (
+                      isinstance(value, ModuleObj) and (TORCH.module_parameters.get(value.kind)
+                                                        or value.children))]
+        if not layers:
+            return self.new_tensor(st, id(node), UNKNOWN_TENSOR)
+        extra = frozenset()
+        value = args[0] if args else UNKNOWN
+        if st.grad is Tri.YES and (self.requires_grad_of(st, value) is Tri.YES or len(layers) > 1):
+            self.note_owner(module)
+            record = SaveRecord((id(node), PARAMS), (module.obj, PARAMS),
+                                f"{module.info.name}.forward", node,
+                                f"the parameters of `{source_text(node.func)}`")
+            self.add_saves(st, [record])
+            extra = frozenset((record,))
+        frozen = st.heap.get((module.obj, "*frozen"))
+        parameters = Const(None) if frozen is not None and frozen.requires_grad is Tri.NO \
+            else TensorRef((module.obj, PARAMS))
+        if parameters != Const(None) and (module.obj, PARAMS) not in st.heap:
+            st.heap[(module.obj, PARAMS)] = self.parameter_facts(st, module, node, "a parameter")
+        output = self.op_result(st, node, [*args, parameters], f"{module.info.name}.forward",
+                                extra_saves=extra)
+        if module.info.forward_arity > 1:  # forward returns a tuple: each output has the graph
+            return Seq((output,) * module.info.forward_arity)
+        return output
 
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
         if any(arg.star or arg.keyword for arg in node.args):
@@ -438,6 +580,7 @@ class ExpressionEvaluator:
         if isinstance(iterable, IterableOf):
             return iterable.element
         if isinstance(iterable, ParamsOf):
+            self.note_owner(iterable)
             owner = iterable.owner
             obj = (getattr(owner, "obj", id(site)), "*params")
             if obj not in st.heap:
@@ -455,6 +598,19 @@ class ExpressionEvaluator:
     def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
         if isinstance(owner, TensorRef):
             return self.tensor_method(st, node, owner, name, args)
+        if isinstance(owner, Distribution):
+            if name in DISTRIBUTION_NO_GRAD:
+                return self.op_result(st, node, [], f"{name}")  # sample(): no graph
+            return self.op_result(st, node, [*owner.inputs, *args], f"distribution.{name}")
+        if isinstance(owner, Optimizer):
+            if name == "step":  # updates every parameter it owns, in place
+                text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
+                    else "the optimizer"
+                for obj in owner.owners:
+                    for written in ((obj, PARAMS), obj):
+                        self.write_to_saved(st, node, written, f"the parameters of {text}",
+                                            f"`{text}.step()`", parameter_update=True)
+            return UNKNOWN
         if name in ("parameters", "named_parameters"):
             return ParamsOf(owner, named=name == "named_parameters")
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
@@ -471,10 +627,26 @@ class ExpressionEvaluator:
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
+    def positional_operands(self, node: cst.Call, args: list,
+                            receiver: Optional[tuple] = None) -> dict:
+        """Argument key -> (value, text) for the saved-tensor table: the receiver of a
+        method is argument 0, then the positional arguments in order."""
+        operands = {"0": receiver} if receiver is not None else {}
+        for arg, value in zip(node.args, args):
+            if arg.keyword is None and not arg.star:
+                operands[str(len(operands))] = (value, source_text(arg.value))
+        return operands
+
+    def keyword(self, node: cst.Call, args: list, name: str) -> Optional[Value]:
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None and arg.keyword.value == name:
+                return value
+        return None
+
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
                       args: list) -> Value:
         positional, keywords, _ = split_args(node)
-        receiver_node = node.func.value
+        receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
         if name == "requires_grad_":
             flag_node = keywords.get("requires_grad", positional[0] if positional else None)
             flag = Tri.YES if flag_node is None else tri_of(args[0] if args else UNKNOWN)
@@ -485,8 +657,15 @@ class ExpressionEvaluator:
                 requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None)
             return tensor
         if name in TORCH.inplace_methods:
-            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`")
+            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name)
             return tensor
+        if name == "backward":
+            retain = self.keyword(node, args, "retain_graph")
+            create = self.keyword(node, args, "create_graph")
+            if len(positional) > 1:
+                retain = args[1]
+            self.run_backward(st, node, [tensor], _retains(retain, create))
+            return Const(None)
         if name == "detach":
             return self.new_tensor(st, id(node), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
@@ -494,7 +673,7 @@ class ExpressionEvaluator:
         if name in TORCH.view_methods:
             return self.view_of(st, node, tensor, name)
         if name in TORCH.multi_view_methods:
-            return UNKNOWN  # a tuple of views; GG203 territory
+            return self.multi_views(st, node, tensor, name)
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" or args else UNKNOWN
         if name in TORCH.non_tensor_methods or name in ("backward", "register_hook",
@@ -508,7 +687,8 @@ class ExpressionEvaluator:
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.factory(st, node, keywords, args, f"`{name}`")
         if name in TORCH.torch_functions or name == "clone":
-            return self.op_result(st, node, [tensor, *args], name)
+            operands = self.positional_operands(node, args, (tensor, source_text(receiver_node)))
+            return self.op_result(st, node, [tensor, *args], name, operands)
         return UNKNOWN
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
@@ -551,6 +731,25 @@ class ExpressionEvaluator:
                 grad_origin=Origin(node, "`nn.Parameter`")))
         if namespace == "torch.nn.functional":
             return self._functional(st, node, name, positional, keywords, args, arg0)
+        if namespace == "torch.autograd" and name in ("backward", "grad"):
+            retain = self.keyword(node, args, "retain_graph")
+            create = self.keyword(node, args, "create_graph")
+            roots = arg0.items if isinstance(arg0, Seq) else [arg0]
+            self.run_backward(st, node, roots, _retains(retain, create))
+            return UNKNOWN
+        if qualname == "torch.autograd.graph.allow_mutation_on_saved_tensors":
+            return AllowMutation()
+        if namespace.startswith("torch.optim") and name[:1].isupper() \
+                and "lr_scheduler" not in namespace and args:
+            owners = frozenset()
+            for value in _parameter_sources(args[0]):
+                owner = self.note_owner(value)
+                owners |= {owner} if owner is not None else self.owners_of(value)
+            return Optimizer(owners) if owners else UNKNOWN
+        if namespace.startswith("torch.distributions") and name[:1].isupper():
+            return Distribution(tuple(args))
+        if namespace in ("torch.linalg", "torch.special", "torch.fft"):
+            return self._namespaced_op(st, node, f"{namespace[6:]}.{name}", args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
         if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
@@ -573,15 +772,41 @@ class ExpressionEvaluator:
             return arg0
         if name in TORCH.view_functions and isinstance(arg0, TensorRef):
             return self.view_of(st, node, arg0, f"torch.{name}")
+        if name in TORCH.multi_view_functions:
+            return self.multi_views(st, node, arg0, f"torch.{name}")
         if name in ("is_grad_enabled", "is_tensor", "numel"):
             return UNKNOWN
         if name in TORCH.torch_functions and name[0].islower():
-            return self.op_result(st, node, args, f"torch.{name}")
+            return self.op_result(st, node, args, f"torch.{name}",
+                                  self.positional_operands(node, args))
         return UNKNOWN
+
+    def _namespaced_op(self, st: State, node: cst.Call, op: str, args: list) -> Value:
+        """``torch.linalg.eigh(a)`` and the like; multi-output ops return a tuple whose
+        saved outputs are recorded (``saved_outputs`` in the table)."""
+        entry = TORCH.saved_ops.get(op, {})
+        outputs = entry.get("saved_outputs")
+        if not outputs:
+            return self.op_result(st, node, args, op, self.positional_operands(node, args))
+        items = []
+        for index in range(max(outputs) + 1):
+            output = self.op_result(st, (id(node), index), args, op)
+            facts = self.facts(st, output)
+            if index in outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
+                record = SaveRecord((id(node), f"output {index}"), output.obj, op, node,
+                                    f"output {index}")
+                self.add_saves(st, [record])
+                st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+            items.append(output)
+        for item in items:  # the outputs share one graph: each needs all the saves
+            all_saves = frozenset().union(*(self.facts(st, i).saves for i in items))
+            st.heap[item.obj] = self.facts(st, item).evolve(saves=all_saves)
+        return Seq(tuple(items))
 
     def _functional(self, st, node, name, positional, keywords, args, arg0) -> Value:
         if name in TORCH.functional_inplace_functions:
-            self.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`")
+            self.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`",
+                              method=f"F.{name}")
             return arg0
         if name in TORCH.functional_inplace_params:
             position = TORCH.inplace_positions.get(f"F.{name}")
@@ -592,10 +817,10 @@ class ExpressionEvaluator:
                 flag = tri_of(args[[a.value for a in node.args].index(flag_node)])
                 if flag is Tri.YES:
                     self.emit_inplace(st, node, arg0, node.args[0].value,
-                                      f"`F.{name}(..., inplace=True)`")
+                                      f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
                     return arg0
         if name in TORCH.functional_functions:
-            return self.op_result(st, node, args, f"F.{name}")
+            return self.op_result(st, node, args, f"F.{name}", self.positional_operands(node, args))
         return UNKNOWN
 
     def _grad_mode(self, st: State, effect: str, args: list, node: cst.Call) -> Value:
@@ -634,28 +859,74 @@ class ExpressionEvaluator:
         return ModuleObj(kind=kind, obj=id(node), inplace=inplace, absent=absent,
                          children=children, origin=node)
 
-    def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list) -> Value:
+    def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list,
+                    input_text: Optional[str] = None, within: str = "",
+                    site: Optional[Hashable] = None) -> Value:
+        """Calling a torch layer (each layer of an ``nn.Sequential`` in turn)."""
         value = args[0] if args else UNKNOWN
+        if input_text is None:
+            input_text = source_text(node.args[0].value) if node.args else "the input"
         if module.kind == "Sequential":
-            for child in module.children:
-                if isinstance(child, ModuleObj):
-                    value = self.module_call(st, node, child, [value])
-                else:
-                    value = UNKNOWN
+            for position, child in enumerate(module.children):
+                if not isinstance(child, ModuleObj):
+                    return UNKNOWN
+                text = input_text if position == 0 else \
+                    f"the output of `nn.{module.children[position - 1].kind}`"
+                value = self.module_call(st, node, child, [value], text,
+                                         f" (layer {position} of an `nn.Sequential`)",
+                                         site=(id(node), position))
             return value
-        if module.inplace is Tri.YES and node.args:
-            self.emit_inplace(st, node, value, node.args[0].value,
-                              f"`nn.{module.kind}(inplace=True)` module")
+        if module.inplace is Tri.YES:
+            self.emit_inplace(st, node, value, input_text,
+                              f"`nn.{module.kind}(inplace=True)`{within}",
+                              method=f"nn.{module.kind}", site=site)
             return value
+        operands = {"input": (value, input_text)}
         inputs = [value]
-        if TORCH.module_parameters.get(module.kind):
-            frozen = st.heap.get((module.obj, "*frozen"))
-            inputs.append(Const(None) if frozen is not None and frozen.requires_grad is Tri.NO
-                          else UNKNOWN if frozen is not None else _REQUIRES_GRAD)
-        return self.op_result(st, node, inputs, f"nn.{module.kind}")
+        for name in TORCH.module_parameters.get(module.kind, ()):
+            if name in module.absent:
+                continue
+            parameter = self._module_attribute(st, module, name, None)
+            operands[name] = (parameter, f"{self.labels.get(module.obj, 'the layer')}.{name}")
+            inputs.append(parameter)
+        entry = TORCH.saved_ops.get(f"nn.{module.kind}", {})
+        if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
+            return self.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
+                                   entry.get("saved_outputs") or [], site)
+        return self.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
 
 
-_REQUIRES_GRAD = Const("<parameters that require grad>")
+def _concatenate(left: Value, right: Value) -> Value:
+    """``list(a.parameters()) + list(b.parameters())``: a list holding both kinds."""
+    if isinstance(left, Seq) and isinstance(right, Seq):
+        return Seq(left.items + right.items)
+    joined = join_values(left, right)
+    if joined is not UNKNOWN:
+        return joined
+    parts = [v.element if isinstance(v, IterableOf) else v for v in (left, right)]
+    return Seq(tuple(item for part in parts
+                     for item in (part.items if isinstance(part, Seq) else (part,))))
+
+
+def _retains(retain: Optional[Value], create: Optional[Value]) -> Tri:
+    """Whether a backward keeps its graph (``retain_graph`` defaults to ``create_graph``)."""
+    flag = retain if retain is not None and not (isinstance(retain, Const)
+                                                 and retain.value is None) else create
+    return Tri.NO if flag is None else tri_of(flag)
+
+
+def _parameter_sources(value: Value) -> list:
+    """What an optimizer's first argument names: ``model.parameters()``, a list of
+    tensors or of them, ``[{"params": ...}, ...]`` param groups."""
+    if isinstance(value, Seq):
+        return [source for item in value.items for source in _parameter_sources(item)]
+    if isinstance(value, ParamGroup):
+        return _parameter_sources(value.params)
+    return [value]
+
+
+def _display(producer: str) -> str:
+    return producer
 
 
 def _literal(node) -> object:

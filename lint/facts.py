@@ -67,6 +67,11 @@ class TensorFacts:
     created_with_grad: Tri = Tri.MAYBE
     # The op that produced it (``"torch.matmul"``, ``"mul"``); None for leaves and unknowns.
     producer: Optional[str] = None
+    # The tensors its graph saved for backward (``SaveRecord``s): a backward through it
+    # needs them unchanged. Only what is known on every path.
+    saves: frozenset = frozenset()
+    # An output of a multi-output view op (unbind, split, chunk).
+    multi_view: bool = False
 
     def join(self, other: "TensorFacts") -> "TensorFacts":
         if self == other:
@@ -79,6 +84,8 @@ class TensorFacts:
             untracked=self.untracked or other.untracked,
             created_with_grad=self.created_with_grad.join(other.created_with_grad),
             producer=self.producer if self.producer == other.producer else None,
+            saves=self.saves & other.saves,
+            multi_view=self.multi_view and other.multi_view,
         )
 
     def evolve(self, **changes) -> "TensorFacts":

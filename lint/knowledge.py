@@ -93,13 +93,35 @@ class TorchAPI:
         return self.data.get("inplace_positions", {})
 
     @cached_property
+    def saved_ops(self) -> dict:
+        """Op name -> what it saves for backward (from ``saved_tensors.json``)."""
+        return self.data.get("saved_ops", {})
+
+    @cached_property
+    def inplace_saves_result(self) -> frozenset:
+        return self._set("inplace_saves_result")
+
+    @cached_property
+    def multi_view_functions(self) -> frozenset:
+        return self._set("multi_view_functions")
+
+    @cached_property
     def grad_mode_contexts(self) -> dict:
         return self.data.get("grad_mode_contexts", {})
 
 
+def _read(name: str) -> dict:
+    path = resources.files("gradguard.rules").joinpath(f"data/{name}")
+    return json.loads(path.read_text("utf-8")) if path.is_file() else {}
+
+
 def _load() -> TorchAPI:
-    text = resources.files("gradguard.rules").joinpath("data/torch_api.json").read_text("utf-8")
-    return TorchAPI(json.loads(text))
+    data = _read("torch_api.json")
+    saved = _read("saved_tensors.json")
+    data["saved_ops"] = saved.get("ops", {})
+    data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
+                                    + saved.get("inplace_flag_saves_result", []))
+    return TorchAPI(data)
 
 
 TORCH = _load()

@@ -10,17 +10,31 @@ from gradguard.values import UNKNOWN, Value, join_values
 
 class State:
     """``env`` maps names and attribute paths (``x``, ``self.fc.weight``) to values;
-    ``heap`` maps abstract tensor objects to their facts; ``grad`` is the grad mode."""
+    ``heap`` maps abstract tensor objects to their facts; ``grad`` is the grad mode.
 
-    __slots__ = ("env", "heap", "grad")
+    ``saves`` are the tensors live graphs saved for backward (``SaveRecord``s, freed by a
+    backward over them) and ``mutations`` the writes that changed one of them since
+    (``Mutation``s, reported when a backward needs that save). ``allow_mutation`` is set
+    inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``.
+    """
 
-    def __init__(self, env: dict, heap: dict, grad: Tri) -> None:
+    __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained")
+
+    def __init__(self, env: dict, heap: dict, grad: Tri, saves: frozenset = frozenset(),
+                 mutations: frozenset = frozenset(), allow_mutation: bool = False,
+                 retained: frozenset = frozenset()) -> None:
         self.env: dict[str, Value] = env
         self.heap: dict[Hashable, TensorFacts] = heap
         self.grad = grad
+        self.saves = saves
+        self.mutations = mutations
+        self.allow_mutation = allow_mutation
+        # Saves a backward with retain_graph=True already went through.
+        self.retained = retained
 
     def copy(self) -> "State":
-        return State(dict(self.env), dict(self.heap), self.grad)
+        return State(dict(self.env), dict(self.heap), self.grad, self.saves, self.mutations,
+                     self.allow_mutation, self.retained)
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -28,6 +42,10 @@ class State:
             and self.grad is other.grad
             and self.env == other.env
             and self.heap == other.heap
+            and self.saves == other.saves
+            and self.mutations == other.mutations
+            and self.allow_mutation == other.allow_mutation
+            and self.retained == other.retained
         )
 
     def bind(self, path: str, value: Value) -> None:
@@ -61,7 +79,9 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
     for obj, facts in a.heap.items():
         other = heap.get(obj)
         heap[obj] = facts if other is None else facts.join(other)
-    return State(env, heap, a.grad.join(b.grad))
+    # A save or a mutation on either path may be there: a later backward decides.
+    return State(env, heap, a.grad.join(b.grad), a.saves | b.saves, a.mutations | b.mutations,
+                 a.allow_mutation and b.allow_mutation, a.retained | b.retained)
 
 
 def join_all(states) -> Optional[State]:

@@ -82,6 +82,7 @@ class ClassInfo:
 
     name: str
     is_module: bool  # derives from torch.nn.Module
+    forward_arity: int = 1  # how many outputs forward returns (a tuple of n, or 1)
     attrs: dict = field(default_factory=dict)  # attribute name -> Value
     heap: dict = field(default_factory=dict)  # the objects those values refer to
 
@@ -121,6 +122,32 @@ class ParamsOf(Value):
 
 
 @dataclass(frozen=True)
+class Optimizer(Value):
+    """A ``torch.optim`` optimizer; ``owners`` are the modules and tensors it updates."""
+
+    owners: frozenset
+
+
+@dataclass(frozen=True)
+class Distribution(Value):
+    """A ``torch.distributions`` object; what it computes depends on ``inputs``."""
+
+    inputs: tuple
+
+
+@dataclass(frozen=True)
+class ParamGroup(Value):
+    """An optimizer param group: ``{"params": model.head.parameters(), "lr": 1e-3}``."""
+
+    params: Value
+
+
+@dataclass(frozen=True)
+class AllowMutation(Value):
+    """``torch.autograd.graph.allow_mutation_on_saved_tensors()``."""
+
+
+@dataclass(frozen=True)
 class GradMode(Value):
     """A grad-mode context manager (``torch.no_grad()``); ``mode`` is grad mode inside it."""
 
@@ -138,6 +165,15 @@ class FunctionVal(Value):
 def join_values(a: Value, b: Value) -> Value:
     if a == b:
         return a
+    if isinstance(a, (Seq, IterableOf)) and isinstance(b, (Seq, IterableOf)):
+        # lists: an empty list and a list of x's (a loop's exit) are a list of x's
+        elements = [e for v in (a, b) for e in (v.items if isinstance(v, Seq) else (v.element,))]
+        if not elements:
+            return Seq(())
+        element = elements[0]
+        for other in elements[1:]:
+            element = join_values(element, other)
+        return IterableOf(element) if element is not UNKNOWN else UNKNOWN
     if isinstance(a, (Const, _Number)) and isinstance(b, (Const, _Number)):
         both_numbers = all(
             v is NUMBER or (isinstance(v.value, (int, float)) and not isinstance(v.value, bool))

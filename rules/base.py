@@ -10,7 +10,7 @@ from typing import Callable, ClassVar
 
 import libcst as cst
 
-from gradguard.events import InplaceWrite
+from gradguard.events import InplaceWrite, SavedTensorMutated
 
 Report = Callable[[cst.CSTNode, str, str], None]
 LineOf = Callable[[cst.CSTNode], int]
@@ -33,12 +33,15 @@ class Rule:
     def on_inplace_write(self, event: InplaceWrite) -> None:
         pass
 
+    def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
+        pass
+
     def where(self, origin) -> str:
         """`` (line N)`` for an ``Origin``, or nothing when there is none."""
         return f" (line {self.line_of(origin.node)})" if origin is not None else ""
 
 
-EVENT_KINDS = ("inplace_write",)
+EVENT_KINDS = ("inplace_write", "saved_tensor_mutated")
 
 
 def handlers_of(rule: Rule) -> dict:

@@ -60,6 +60,7 @@ class LeafViewInplace(Rule):
             and target.requires_grad is Tri.YES
             and target.created_with_grad is Tri.YES
             and not target.untracked
+            and not target.multi_view  # torch's multi-view error comes first: GG203
         ):
             leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
             self.report(

@@ -1,0 +1,180 @@
+"""Tensors saved for backward: what an op saves, what a write breaks, when backward fails.
+
+An op that records a graph saves some of its inputs or its output (the table in
+``rules/data/saved_tensors.json``, generated from torch). A write into a saved tensor's
+storage (through any view or ``.detach()`` alias: they share the version counter)
+becomes a pending ``Mutation``. A later ``backward()`` over a tensor whose graph holds
+that save raises in torch; the engine then tells rules, who report at the write. A
+return hands the graph to the caller, whose backward will fail the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Optional
+
+import libcst as cst
+
+from gradguard.events import Mutation, SavedTensorMutated, SaveRecord
+from gradguard.facts import Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    Instance,
+    IterableOf,
+    ModuleObj,
+    ParamsOf,
+    Seq,
+    TensorRef,
+    Value,
+)
+
+PARAMS = "*params"  # the storage name standing for "some parameter of this owner"
+
+
+class SavedTensors:
+    """Mixin for the interpreter: records saves, mutations of saved storage, backward."""
+
+    def __init__(self) -> None:
+        # owner object -> every owner object below it (a model -> its layers, its Parameters)
+        self.owned: dict[Hashable, frozenset] = {}
+
+    # ----------------------------------------------------------------- storage identity
+    def counter_of(self, st: State, obj: Hashable) -> Hashable:
+        """The object whose version counter a write to ``obj`` moves: the base of a view
+        chain, stopping at ``.data`` (which has a counter of its own)."""
+        seen = set()
+        while obj not in seen:
+            seen.add(obj)
+            facts = st.heap.get(obj)
+            if facts is None or facts.base is None or facts.untracked:
+                return obj
+            obj = facts.base
+        return obj
+
+    def covers(self, written: Hashable, saved: Hashable) -> bool:
+        """Whether writing ``written`` changes the saved storage ``saved``."""
+        if written == saved:
+            return True
+        if _is_group(written):
+            owners = self.owned.get(written[0], frozenset((written[0],)))
+            return saved in owners or (isinstance(saved, tuple) and saved[0] in owners)
+        if _is_group(saved):
+            owners = self.owned.get(saved[0], frozenset((saved[0],)))
+            return written in owners or (isinstance(written, tuple) and written[0] in owners)
+        return False
+
+    def note_owner(self, value: Value) -> Optional[Hashable]:
+        """Remember which objects belong to a module (for ``covers``); return its id."""
+        if isinstance(value, ParamsOf):
+            value = value.owner
+        if isinstance(value, (ModuleObj, Instance)):
+            self.owned[value.obj] = self.owners_of(value)
+            return value.obj
+        return None
+
+    def owners_of(self, value: Value) -> frozenset:
+        if isinstance(value, ModuleObj):
+            found = {value.obj}
+            for child in value.children:
+                found |= self.owners_of(child)
+            return frozenset(found)
+        if isinstance(value, Instance):
+            found = {value.obj}
+            for attr in value.info.attrs.values():
+                found |= self.owners_of(attr)
+            return frozenset(found)
+        if isinstance(value, TensorRef):
+            return frozenset((value.obj,))
+        if isinstance(value, ParamsOf):
+            return self.owners_of(value.owner)
+        if isinstance(value, Seq):
+            return frozenset().union(*(self.owners_of(item) for item in value.items))
+        if isinstance(value, IterableOf):
+            return self.owners_of(value.element)
+        return frozenset()
+
+    # ----------------------------------------------------------------- saving
+    def record_saves(self, st: State, node: cst.CSTNode, op: str, operands: dict,
+                     result: Optional[TensorRef], display: str,
+                     site: Optional[Hashable] = None) -> frozenset:
+        """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
+        ``(value, text)``. Returns the new records (to add to the result's ``saves``)."""
+        entry = TORCH.saved_ops.get(op)
+        if entry is None or st.grad is not Tri.YES:
+            return frozenset()
+        result_requires_grad = self.facts(st, result).requires_grad if result else Tri.MAYBE
+        records = set()
+        for key, conditions in entry.get("saved_args", {}).items():
+            value, text = operands.get(key, (None, ""))
+            if not isinstance(value, TensorRef):
+                continue
+            if conditions:
+                needed = any(self.requires_grad_of(st, operands[str(c)][0]) is Tri.YES
+                             for c in conditions if str(c) in operands)
+            else:
+                needed = result_requires_grad is Tri.YES
+            if needed:
+                records.add(SaveRecord((site or id(node), key), self.counter_of(st, value.obj),
+                                       display, node, text))
+        if entry.get("saves_result") and not entry.get("saved_outputs") and result is not None \
+                and result_requires_grad is Tri.YES:
+            records.add(SaveRecord((site or id(node), "result"), result.obj, display, node, ""))
+        self.add_saves(st, records)
+        return frozenset(records)
+
+    def add_saves(self, st: State, records: Iterable[SaveRecord]) -> None:
+        """Add saves. A save made again (a loop's next pass: a fresh forward) supersedes
+        a graph that a retained backward already went through: writes pending on that one
+        no longer matter. Otherwise the older graph may still be needed (outputs kept in
+        a list across iterations), and so are its pending writes."""
+        records = frozenset(records)
+        if not records:
+            return
+        superseded = frozenset(s for s in st.retained if s in records)
+        st.saves = st.saves | records
+        if superseded:
+            st.mutations = frozenset(m for m in st.mutations if m.save not in superseded)
+            st.retained = st.retained - superseded
+
+    # ----------------------------------------------------------------- writing
+    def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
+                       operation: str, parameter_update: bool) -> None:
+        """A write moved the version counter of ``written``: every live save of that
+        storage now has a pending mutation."""
+        if st.allow_mutation:
+            return
+        hits = [save for save in st.saves if self.covers(written, save.storage)]
+        if hits:
+            st.mutations = st.mutations | frozenset(
+                Mutation(save, node, text, operation, parameter_update) for save in hits)
+
+    # ----------------------------------------------------------------- backward
+    def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
+                     retain: Tri) -> None:
+        needed = frozenset().union(*(self.facts(st, root).saves for root in roots
+                                     if isinstance(root, TensorRef)))
+        for mutation in sorted(st.mutations, key=_order):
+            if mutation.save in needed:
+                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, False))
+        if retain is Tri.NO:  # the graph is freed: later writes are safe
+            st.saves = st.saves - needed
+        else:
+            st.retained = st.retained | needed
+        st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
+
+    def escape(self, st: State, node: cst.CSTNode, value: Value) -> None:
+        """``value`` leaves the function: a caller's backward will need its saves."""
+        roots = value.items if isinstance(value, Seq) else (value,)
+        needed = frozenset().union(*(self.facts(st, root).saves for root in roots
+                                     if isinstance(root, TensorRef)))
+        for mutation in sorted(st.mutations, key=_order):
+            if mutation.save in needed:
+                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, True))
+
+
+def _is_group(storage: Hashable) -> bool:
+    return isinstance(storage, tuple) and len(storage) == 2 and storage[1] == PARAMS
+
+
+def _order(mutation: Mutation) -> tuple:
+    return (id(mutation.node), repr(mutation.save.key))

@@ -1,0 +1,72 @@
+"""GG201: in-place mutation of a tensor that a live graph saved for backward."""
+
+from __future__ import annotations
+
+from gradguard.events import SavedTensorMutated
+from gradguard.rules.base import Rule, quote
+
+
+class SavedTensorInplace(Rule):
+    """## What it does
+    Finds in-place writes into a tensor that autograd saved for backward, made after it
+    was saved and before the backward that needs it: ``d[:] = 1`` after
+    ``f = torch.matmul(d, w2)``, ``out += 1`` after ``out = x.sigmoid()``,
+    ``nn.ReLU(inplace=True)`` after ``nn.Sigmoid()``, ``c.zero_()`` on ``c = out.detach()``.
+
+    Which op saves what comes from torch (``derivatives.yaml`` and a probe of
+    composites and layers): ``mul`` saves its inputs, ``sigmoid``/``exp``/``tanh`` save
+    their output, ``add``/``sum``/``cat`` save nothing, ``x @ W`` saves ``x`` only if ``W``
+    requires grad. A write through a view or a ``.detach()`` alias counts (they share the
+    version counter); so does a write under ``torch.no_grad()``.
+
+    ## Why is this bad?
+    The backward formula of the saving op needs the value as it was. torch notices the
+    version counter moved and raises at ``backward()``: ``RuntimeError: one of the
+    variables needed for gradient computation has been modified by an inplace
+    operation`` — naming neither the line that saved nor the line that wrote.
+
+    ## Example
+    ```python
+    d = torch.matmul(x, w1)
+    f = torch.matmul(d, w2)
+    d[:] = 1
+    f.backward()
+    ```
+
+    ## Use instead
+    ```python
+    d = torch.matmul(x, w1)
+    f = torch.matmul(d, w2)
+    d = torch.ones_like(d)  # out of place (or mutate d.clone(), or write before f = ...)
+    f.backward()
+    ```
+
+    ## Fix safety
+    No automatic fix: an out-of-place op, a ``.clone()`` or a reordering each change
+    which tensor later code sees.
+    """
+
+    code = "GG201"
+    name = "saved-tensor-inplace"
+    summary = "in-place mutation of a tensor that a live graph saved for backward"
+
+    def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
+        mutation = event.mutation
+        if mutation.parameter_update:
+            return  # GG202
+        save = mutation.save
+        saved = quote(save.tensor_text) if save.tensor_text else "its output"
+        if save.tensor_text and save.tensor_text == mutation.target_text:
+            what = f"{quote(save.tensor_text)}, which {quote(save.op)} saved for backward"
+        elif save.tensor_text:
+            what = (f"{quote(mutation.target_text)}, which shares storage with {saved} that "
+                    f"{quote(save.op)} saved for backward")
+        else:
+            what = f"{quote(mutation.target_text)}, the output {quote(save.op)} saved for backward"
+        when = ("the caller's backward (returned at line {})" if event.escaped
+                else "the backward at line {}").format(self.line_of(event.backward_node))
+        self.report(
+            mutation.node,
+            f"in-place {mutation.operation} modifies {what} (line {self.line_of(save.node)}); "
+            f"{when} will fail. Use an out-of-place op or mutate a `.clone()`",
+        )

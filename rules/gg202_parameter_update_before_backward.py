@@ -1,0 +1,63 @@
+"""GG202: a parameter update between building a graph and the backward over it."""
+
+from __future__ import annotations
+
+from gradguard.events import SavedTensorMutated
+from gradguard.rules.base import Rule, quote
+
+
+class ParameterUpdateBeforeBackward(Rule):
+    """## What it does
+    Finds parameter updates (``optimizer.step()``, or in-place writes to parameters, also
+    under ``torch.no_grad()``) made after a forward pass saved those parameters for
+    backward and before the backward over that forward: the GAN, actor-critic and SAM
+    orderings, e.g. ``d_loss.backward(retain_graph=True); opt_d.step();
+    g_loss.backward()`` where ``g_loss`` went through D before the step.
+
+    ## Why is this bad?
+    ``step()`` updates the parameters in place, which moves their version counters. The
+    later backward needs the parameters as they were in the forward pass and raises:
+    ``RuntimeError: one of the variables needed for gradient computation has been
+    modified by an inplace operation``.
+
+    ## Example
+    ```python
+    out = D(G(z))
+    d_loss.backward(retain_graph=True)
+    opt_d.step()
+    g_loss = criterion(out, real_labels)
+    g_loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    d_loss.backward()
+    opt_d.step()
+    g_loss = criterion(D(fake), real_labels)  # a fresh forward after the step
+    g_loss.backward()
+    opt_g.step()
+    ```
+    or run every backward before any step.
+
+    ## Fix safety
+    No automatic fix: reordering steps and backwards changes what is trained.
+    """
+
+    code = "GG202"
+    name = "parameter-update-before-backward"
+    summary = "parameter update between a forward that saved the parameters and its backward"
+
+    def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
+        mutation = event.mutation
+        if not mutation.parameter_update:
+            return
+        save = mutation.save
+        when = ("the caller's backward (returned at line {})" if event.escaped
+                else "the backward at line {}").format(self.line_of(event.backward_node))
+        self.report(
+            mutation.node,
+            f"{mutation.operation} updates {mutation.target_text} in place, but "
+            f"{quote(save.op)} (line {self.line_of(save.node)}) saved them for backward and "
+            f"{when} still needs them; step after that backward, or recompute the forward "
+            "after the step",
+        )

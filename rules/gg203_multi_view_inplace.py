@@ -1,0 +1,52 @@
+"""GG203: in-place operation on an output of unbind/split/chunk while grad is tracked."""
+
+from __future__ import annotations
+
+from gradguard.events import InplaceWrite
+from gradguard.facts import Tri
+from gradguard.rules.base import Rule, quote
+
+
+class MultiViewInplace(Rule):
+    """## What it does
+    Finds in-place writes into an output of a multi-output view op (``unbind``,
+    ``split``, ``chunk``, ``tensor_split``, ``hsplit``...) of a tensor that requires grad,
+    while grad mode is on: ``a, b = x.chunk(2); a.mul_(2)``.
+
+    ## Why is this bad?
+    Those outputs are views whose backward cannot be rewritten for an in-place change.
+    torch raises at once: ``RuntimeError: Output 0 of SplitBackward0 is a view and is
+    being modified inplace. This view is the output of a function that returns multiple
+    views. Such functions do not allow the output views to be modified inplace.``
+
+    ## Example
+    ```python
+    a, b = h.chunk(2, dim=-1)
+    a.mul_(torch.sigmoid(b))
+    ```
+
+    ## Use instead
+    ```python
+    a, b = h.chunk(2, dim=-1)
+    a = a * torch.sigmoid(b)
+    ```
+
+    ## Fix safety
+    No automatic fix offered yet; the out-of-place form rebinds the name.
+    """
+
+    code = "GG203"
+    name = "multi-view-inplace"
+    summary = "in-place operation on an output of unbind/split/chunk while grad is tracked"
+
+    def on_inplace_write(self, event: InplaceWrite) -> None:
+        target = event.target
+        if not (target.multi_view and event.grad_enabled is Tri.YES
+                and target.requires_grad is Tri.YES and target.created_with_grad is Tri.YES):
+            return
+        self.report(
+            event.node,
+            f"in-place {event.operation} on {quote(event.target_text)}, an output of "
+            f"{quote(target.producer or 'a multi-output view op')}; torch forbids writing into "
+            "these views while grad is tracked. Use an out-of-place op",
+        )
