@@ -1,4 +1,4 @@
-"""gradguard's bundled sample: the leaf in-place bugs from the seed posts, and their fixes.
+"""gradguard's bundled sample: in-place bugs from the seed posts, and their fixes.
 
 Run it under torch and it stops at line 11; lint it and gradguard points at every line
 that would stop it.
@@ -24,3 +24,12 @@ model = nn.Linear(4, 2)
 model(torch.randn(3, 4)).sum().backward()
 for p in model.parameters():
     p -= 0.1 * p.grad  # a manual SGD step outside torch.no_grad()
+
+# A tensor saved for backward, changed in place: torch only complains at backward().
+a = torch.FloatTensor([[1.0, 2.0]])
+w1 = torch.FloatTensor([[2.0], [1.0]]).requires_grad_()
+w2 = torch.FloatTensor([3.0]).requires_grad_()
+d = torch.matmul(a, w1)
+f = torch.matmul(d, w2)  # matmul saves d to compute w2's gradient
+d[:] = 1  # so this write makes f.backward() fail
+f.backward()

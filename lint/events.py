@@ -39,6 +39,7 @@ class Mutation:
     target_text: str
     operation: str
     parameter_update: bool  # an optimizer step or a write to a parameter
+    aliased: bool = False  # written through another tensor sharing the storage
 
 
 @dataclass(frozen=True)

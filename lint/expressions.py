@@ -263,7 +263,7 @@ class ExpressionEvaluator(SavedTensors):
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
-        self.write_to_saved(st, node, counter, text, operation, parameter)
+        self.write_to_saved(st, node, counter, text, operation, parameter, target.obj)
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
                 and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
             record = SaveRecord((site or id(node), "result"), counter, method, node, text)
@@ -608,8 +608,8 @@ class ExpressionEvaluator(SavedTensors):
                     else "the optimizer"
                 for obj in owner.owners:
                     for written in ((obj, PARAMS), obj):
-                        self.write_to_saved(st, node, written, f"the parameters of {text}",
-                                            f"`{text}.step()`", parameter_update=True)
+                        self.write_to_saved(st, node, written, text, f"`{text}.step()`",
+                                            parameter_update=True)
             return UNKNOWN
         if name in ("parameters", "named_parameters"):
             return ParamsOf(owner, named=name == "named_parameters")
@@ -871,9 +871,9 @@ class ExpressionEvaluator(SavedTensors):
                 if not isinstance(child, ModuleObj):
                     return UNKNOWN
                 text = input_text if position == 0 else \
-                    f"the output of `nn.{module.children[position - 1].kind}`"
+                    f"the output of nn.{module.children[position - 1].kind}"
                 value = self.module_call(st, node, child, [value], text,
-                                         f" (layer {position} of an `nn.Sequential`)",
+                                         f" (layer {position} of the `nn.Sequential`)",
                                          site=(id(node), position))
             return value
         if module.inplace is Tri.YES:

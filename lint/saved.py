@@ -138,15 +138,18 @@ class SavedTensors:
 
     # ----------------------------------------------------------------- writing
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
-                       operation: str, parameter_update: bool) -> None:
-        """A write moved the version counter of ``written``: every live save of that
-        storage now has a pending mutation."""
+                       operation: str, parameter_update: bool,
+                       target: Optional[Hashable] = None) -> None:
+        """A write moved the version counter of ``written`` (through the object
+        ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
             return
         hits = [save for save in st.saves if self.covers(written, save.storage)]
         if hits:
             st.mutations = st.mutations | frozenset(
-                Mutation(save, node, text, operation, parameter_update) for save in hits)
+                Mutation(save, node, text, operation, parameter_update,
+                         aliased=target is not None and target != save.storage)
+                for save in hits)
 
     # ----------------------------------------------------------------- backward
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],

@@ -55,18 +55,18 @@ class SavedTensorInplace(Rule):
         if mutation.parameter_update:
             return  # GG202
         save = mutation.save
-        saved = quote(save.tensor_text) if save.tensor_text else "its output"
-        if save.tensor_text and save.tensor_text == mutation.target_text:
-            what = f"{quote(save.tensor_text)}, which {quote(save.op)} saved for backward"
-        elif save.tensor_text:
-            what = (f"{quote(mutation.target_text)}, which shares storage with {saved} that "
-                    f"{quote(save.op)} saved for backward")
+        line = self.line_of(save.node)
+        if save.tensor_text:
+            saved = f"{quote(save.tensor_text)} was saved for backward by {quote(save.op)} (line {line})"
         else:
-            what = f"{quote(mutation.target_text)}, the output {quote(save.op)} saved for backward"
-        when = ("the caller's backward (returned at line {})" if event.escaped
-                else "the backward at line {}").format(self.line_of(event.backward_node))
+            saved = f"the output of {quote(save.op)} (line {line}) was saved for backward"
+        through = f" through {quote(mutation.target_text)}, which shares its storage," \
+            if mutation.aliased else ""
+        when = (f"the caller's backward fail (it is returned at line "
+                f"{self.line_of(event.backward_node)})" if event.escaped
+                else f"the backward at line {self.line_of(event.backward_node)} fail")
         self.report(
             mutation.node,
-            f"in-place {mutation.operation} modifies {what} (line {self.line_of(save.node)}); "
-            f"{when} will fail. Use an out-of-place op or mutate a `.clone()`",
+            f"{saved}; modifying it in place here with {mutation.operation}{through} makes "
+            f"{when}. Use an out-of-place op or mutate a `.clone()`",
         )

@@ -52,12 +52,14 @@ class ParameterUpdateBeforeBackward(Rule):
         if not mutation.parameter_update:
             return
         save = mutation.save
-        when = ("the caller's backward (returned at line {})" if event.escaped
-                else "the backward at line {}").format(self.line_of(event.backward_node))
+        who = mutation.operation if mutation.operation.endswith(".step()`") \
+            else f"in-place {mutation.operation} on {quote(mutation.target_text)}"
+        when = (f"the caller's backward (it is returned at line "
+                f"{self.line_of(event.backward_node)})" if event.escaped
+                else f"the backward at line {self.line_of(event.backward_node)}")
         self.report(
             mutation.node,
-            f"{mutation.operation} updates {mutation.target_text} in place, but "
-            f"{quote(save.op)} (line {self.line_of(save.node)}) saved them for backward and "
-            f"{when} still needs them; step after that backward, or recompute the forward "
-            "after the step",
+            f"{who} updates parameters in place that {quote(save.op)} (line "
+            f"{self.line_of(save.node)}) saved for backward; {when} still needs them. Step "
+            "after that backward, or recompute the forward after the step",
         )

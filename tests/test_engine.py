@@ -317,6 +317,126 @@ CASES = {
         w @= torch.eye(2)
         w += 1
         """, set()),
+    # --- tensors saved for backward ----------------------------------------------------
+    "a write before the op that saves is fine": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        d.mul_(2)
+        y = d * w
+        y.sum().backward()
+        """, set()),
+    "backward frees the graph: a write after it is fine": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        y = d * w
+        y.sum().backward()
+        d.mul_(2)
+        y2 = d * w
+        y2.sum().backward()
+        """, set()),
+    "retain_graph keeps it: a write after it breaks the next backward": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        y = d * w
+        y.sum().backward(retain_graph=True)
+        d.mul_(2)
+        y.sum().backward()
+        """, {(6, "GG201")}),
+    "no backward, no finding": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        y = d * w
+        d.mul_(2)
+        """, set()),
+    "requires grad unknown: the save is not evidenced": ("""
+        import torch
+        d = torch.ones(2)
+        y = d * w
+        d.mul_(2)
+        y.sum().backward()
+        """, set()),
+    "a write through .data moves no version counter (not GG201)": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        y = d * w
+        d.data.mul_(2)
+        y.sum().backward()
+        """, set()),
+    "a write through .detach() does": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        d = torch.ones(2)
+        y = d * w
+        d.detach().mul_(2)
+        y.sum().backward()
+        """, {(5, "GG201")}),
+    "a write on one branch is reported": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        y = w.sigmoid()
+        if flag:
+            y += 1
+        y.sum().backward()
+        """, {(5, "GG201")}),
+    "allow_mutation_on_saved_tensors": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        with torch.autograd.graph.allow_mutation_on_saved_tensors():
+            y = w.sigmoid()
+            y += 1
+            y.sum().backward()
+        """, set()),
+    "forward returns a graph whose saved output was changed": ("""
+        import torch
+        from torch import nn
+        class Block(nn.Module):
+            def forward(self, x):
+                out = torch.sigmoid(x)
+                out += 1
+                return out
+        """, {(6, "GG201")}),
+    "a fresh forward each iteration supersedes a retained graph": ("""
+        import torch
+        from torch import nn
+        model = nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            loss = model(torch.ones(1, 2, requires_grad=True)).sum()
+            loss.backward(retain_graph=True)
+            opt.step()
+        """, set()),
+    "the stale graph used again after a step": ("""
+        import torch
+        from torch import nn
+        model = nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.ones(1, 2, requires_grad=True)).sum()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+        """, {(7, "GG202")}),
+    "a write inside a same-file function is followed": ("""
+        import torch
+        def perturb(t):
+            t.add_(1)
+        w = torch.ones(2, requires_grad=True)
+        y = w.exp()
+        perturb(y)
+        y.sum().backward()
+        """, {(3, "GG201")}),
+    "multi-output views": ("""
+        import torch
+        x = torch.ones(4, requires_grad=True) * 2
+        a, b = x.chunk(2)
+        a.mul_(2)
+        c, d = x.tensor_split(2)
+        c.mul_(2)
+        """, {(4, "GG203")}),
 }
 
 
