@@ -538,3 +538,14 @@ def test_gg101_reported(project):
 def test_gg101_selection_and_noqa(project, args, comment, reported):
     project("train.py", GG101_SAMPLE.replace("x *= 100", "x *= 100" + comment))
     assert ("GG101" in codes(gg("check", *args))) == reported
+
+
+def test_syntax_error_and_leaf_inplace_in_one_directory(project):
+    """The issue's check: GG001 on the broken file, GG101 on the other, exit 1."""
+    project("pkg/broken.py", "def f(:\n    pass\n")
+    project("pkg/train.py", GG101_SAMPLE)
+    result = gg("check", "pkg")
+    assert result.exit_code == 1
+    broken, train = result.stdout.splitlines()
+    assert broken.startswith(os.path.join("pkg", "broken.py") + ":1:7: GG001 ")
+    assert train.startswith(os.path.join("pkg", "train.py") + ":3:1: GG101 ")
