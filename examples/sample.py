@@ -9,7 +9,7 @@ import torch.nn as nn
 x = torch.ones(1, requires_grad=True)
 y = 2 * x
 x *= 100  # RuntimeError: a leaf Variable that requires grad is being used in an in-place operation
-x.data *= 100  # fine: .data is not recorded (and not checked)
+x.data *= 100  # no error, but .data bypasses autograd's checks (GG302)
 
 w = torch.FloatTensor(10)
 w.requires_grad = True

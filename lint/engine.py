@@ -22,6 +22,7 @@ from gradguard.expressions import (
     source_text,
     tri_of,
 )
+from gradguard.events import InplaceWrite
 from gradguard.facts import TensorFacts, Tri
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
@@ -227,7 +228,12 @@ class Interpreter(ExpressionEvaluator):
         if isinstance(owner, TensorRef):
             if attr == "requires_grad":
                 self.set_requires_grad(st, owner, tri_of(value), node, "`requires_grad = True`")
-            return  # ``.data = ...``, ``.grad = ...``: no in-place write to track here
+            elif attr == "data" and "inplace_write" in self.handlers:
+                self.dispatch("inplace_write", InplaceWrite(
+                    node=node, target_text=source_text(target.value), target=self.facts(st, owner),
+                    root=None, root_text=None, operation="assignment to `.data`",
+                    grad_enabled=st.grad, through_data=True))
+            return  # ``.grad = ...``: nothing to track
         path = dotted(target)
         if path is None:
             return

@@ -40,6 +40,7 @@ class Mutation:
     operation: str
     parameter_update: bool  # an optimizer step or a write to a parameter
     aliased: bool = False  # written through another tensor sharing the storage
+    silent: bool = False  # written through ``.data``: no counter moves, the gradient is wrong
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,56 @@ class InplaceWrite:
     operation: str  # for messages: "`mul_`", "`*=`", "item assignment", ...
     grad_enabled: Tri
     index: Optional[IndexKind] = None  # set for item assignment only
+    through_data: bool = False  # the written tensor was reached through ``.data``
+    hits_saved: bool = False  # ...and its storage is saved by a live graph (GG301's case)
+
+
+@dataclass(frozen=True)
+class AliasWriteRead:
+    """The original of a ``.detach()`` alias is read after a write through the alias."""
+
+    write_node: cst.CSTNode
+    alias_text: str
+    operation: str
+    original_text: str
+    read_node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class BackwardWithoutGrad:
+    """``backward()`` on a tensor that cannot require grad, or on a re-wrapped leaf."""
+
+    node: cst.CSTNode
+    tensor_text: str
+    why: Optional[object]  # Origin: where it lost grad (no_grad block, .detach(), ...)
+    rewrapped: Optional[object]  # Origin: the re-wrapping line, when that is the case
+
+
+@dataclass(frozen=True)
+class NonLeafGradRead:
+    node: cst.CSTNode
+    tensor_text: str
+    facts: TensorFacts
+
+
+@dataclass(frozen=True)
+class DetachInplace:
+    """``detach_()`` on a tensor; ``is_view`` when it is known to be a view."""
+
+    node: cst.CSTNode
+    tensor_text: str
+    is_view: bool
+
+
+@dataclass(frozen=True)
+class DroppedTerm:
+    """A loss that is backpropagated holds a term read through .data/.detach()."""
+
+    term_node: cst.CSTNode
+    backward_node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class LegacyVariable:
+    node: cst.CSTNode
+    volatile: bool

@@ -12,7 +12,15 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.events import IndexKind, InplaceWrite, SaveRecord
+from gradguard.events import (
+    AliasWriteRead,
+    DetachInplace,
+    IndexKind,
+    InplaceWrite,
+    LegacyVariable,
+    NonLeafGradRead,
+    SaveRecord,
+)
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.saved import PARAMS, SavedTensors
@@ -51,6 +59,8 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
 # Distribution methods whose result carries no graph; the others (log_prob, entropy,
 # rsample, cdf...) depend on the distribution's parameters.
 DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
+# Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
+SNAPSHOTS = frozenset({"clone", "copy", "contiguous"})
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
@@ -174,13 +184,23 @@ class ExpressionEvaluator(SavedTensors):
 
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
-        requires_grad, saves = Tri.NO, frozenset()
+        requires_grad, saves, why, dropped = Tri.NO, frozenset(), None, frozenset()
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
             saves |= self.saves_of(st, value)
+            if isinstance(value, TensorRef):
+                facts = self.facts(st, value)
+                why = why or facts.why_no_grad
+                dropped |= facts.dropped_terms
+                if producer not in SNAPSHOTS and self.cut_parameter(st, value):
+                    dropped |= {node}
+        if st.grad is Tri.NO and requires_grad is not Tri.NO:
+            why = Origin(node, "computed with grad disabled")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
-            requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer))
+            requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer,
+            why_no_grad=why if requires_grad is Tri.NO else None,
+            dropped_terms=dropped))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -227,6 +247,38 @@ class ExpressionEvaluator(SavedTensors):
             return UNKNOWN
         return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
 
+    def cut_parameter(self, st: State, value: TensorRef) -> bool:
+        """A parameter read through ``.data`` or ``.detach()`` (its gradient is cut)."""
+        facts = self.facts(st, value)
+        if not (facts.untracked or facts.producer == "detach") or facts.base is None:
+            return False
+        base = st.heap.get(facts.base)
+        return base is not None and base.is_grad_leaf
+
+    def detached_original(self, st: State, obj: Hashable) -> Optional[Hashable]:
+        """For a tensor reached through ``.detach()``, the tensor it was detached from."""
+        seen = set()
+        while obj not in seen:
+            seen.add(obj)
+            facts = st.heap.get(obj)
+            if facts is None or facts.base is None or facts.untracked:
+                return None
+            if facts.producer == "detach":
+                return facts.base
+            obj = facts.base
+        return None
+
+    def read_tensor(self, st: State, node: cst.CSTNode, value: Value) -> Value:
+        """A name or attribute read: the original of a written ``.detach()`` alias?"""
+        if st.alias_writes and isinstance(value, TensorRef):
+            hits = [write for write in st.alias_writes if write[0] == value.obj]
+            if hits:
+                st.alias_writes = st.alias_writes - set(hits)
+                for _, write_node, alias_text, operation in hits:
+                    self.dispatch("alias_write_read", AliasWriteRead(
+                        write_node, alias_text, operation, source_text(node), node))
+        return value
+
     def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """The object owning the storage that ``obj`` views, or None if it owns it."""
         root, seen = None, set()
@@ -249,21 +301,32 @@ class ExpressionEvaluator(SavedTensors):
         root = self.root_of(st, target.obj)
         root_facts = st.heap.get(root) if root is not None else None
         text = target_node if isinstance(target_node, str) else source_text(target_node)
+        counter = self.counter_of(st, target.obj)
+        memory = root if root is not None else target.obj
+        through_data = counter != memory  # the chain passes through .data
+        hits_saved = through_data and any(self.covers(memory, s.storage) for s in st.saves)
         if "inplace_write" in self.handlers:
             self.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
                 root_text=self.labels.get(root) if root is not None else None,
-                operation=operation, grad_enabled=st.grad, index=index))
+                operation=operation, grad_enabled=st.grad, index=index,
+                through_data=through_data, hits_saved=hits_saved))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
             return  # torch raises right here (GG101/GG102): nothing after it runs
         if facts.multi_view and st.grad is Tri.YES and facts.requires_grad is Tri.YES:
             return  # GG203: torch raises right here
-        counter = self.counter_of(st, target.obj)
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
+        live_before = st.mutations
         self.write_to_saved(st, node, counter, text, operation, parameter, target.obj)
+        if through_data:  # moves only .data's own counter: the saved copy is silently changed
+            self.write_to_saved(st, node, memory, text, operation, parameter, target.obj,
+                                silent=True)
+        original = self.detached_original(st, target.obj)
+        if original is not None and st.mutations == live_before:
+            st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
                 and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
             record = SaveRecord((site or id(node), "result"), counter, method, node, text)
@@ -289,7 +352,7 @@ class ExpressionEvaluator(SavedTensors):
         name = node.value
         value = st.env.get(name)
         if value is not None:
-            return value
+            return self.read_tensor(st, node, value) if st.alias_writes else value
         if name in ("True", "False", "None"):
             return Const({"True": True, "False": False, "None": None}[name])
         if name in BUILTINS:
@@ -299,7 +362,8 @@ class ExpressionEvaluator(SavedTensors):
     def _attribute(self, node: cst.Attribute, st: State) -> Value:
         path = dotted(node)
         if path is not None and path in st.env:
-            return st.env[path]
+            value = st.env[path]
+            return self.read_tensor(st, node, value) if st.alias_writes else value
         base = self.evaluate(node.value, st)
         return self.attribute_of(st, base, node.attr.value, node, path)
 
@@ -328,10 +392,16 @@ class ExpressionEvaluator(SavedTensors):
         if attr == "data":
             return self.new_tensor(st, (id(node), "data"), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
-                created_with_grad=st.grad))
+                created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`")))
         if attr in TORCH.view_attributes:
             return self.view_of(st, node, base, attr)
         if attr == "grad":
+            facts = self.facts(st, base)
+            if facts.is_leaf is Tri.NO and facts.requires_grad is Tri.YES \
+                    and not facts.retains_grad:
+                self.dispatch("non_leaf_grad_read", NonLeafGradRead(
+                    node, source_text(node.value) if isinstance(node, cst.Attribute) else "?",
+                    facts))
             obj = (base.obj, "grad")
             if obj not in st.heap:
                 st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
@@ -653,9 +723,17 @@ class ExpressionEvaluator(SavedTensors):
             self.set_requires_grad(st, tensor, flag, node, "`requires_grad_()`")
             return tensor
         if name == "detach_":
-            st.heap[tensor.obj] = self.facts(st, tensor).evolve(
-                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None)
+            facts = self.facts(st, tensor)
+            self.dispatch("detach_inplace", DetachInplace(
+                node, source_text(receiver_node),
+                is_view=facts.base is not None and not facts.untracked))
+            st.heap[tensor.obj] = facts.evolve(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None,
+                why_no_grad=Origin(node, "detached by `detach_()`"))
             return tensor
+        if name == "retain_grad":
+            st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
+            return Const(None)
         if name in TORCH.inplace_methods:
             self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name)
             return tensor
@@ -669,7 +747,8 @@ class ExpressionEvaluator(SavedTensors):
         if name == "detach":
             return self.new_tensor(st, id(node), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
-                created_with_grad=st.grad, producer="detach"))
+                created_with_grad=st.grad, producer="detach",
+                why_no_grad=Origin(node, "cut from the graph by `.detach()`")))
         if name in TORCH.view_methods:
             return self.view_of(st, node, tensor, name)
         if name in TORCH.multi_view_methods:
@@ -696,19 +775,30 @@ class ExpressionEvaluator(SavedTensors):
         facts = self.facts(st, tensor)
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves; not this engine's business
+        cut_off = flag is Tri.YES and facts.why_no_grad is not None and (
+            facts.producer is not None or facts.untracked)  # computed, then cut from its graph
         st.heap[tensor.obj] = facts.evolve(
             requires_grad=flag,
-            grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None)
+            grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
+            rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
+            dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
     def factory(self, st: State, node: cst.Call, keywords: dict, args: list, how: str) -> TensorRef:
         requires_grad = Tri.NO
         if "requires_grad" in keywords:
             index = [a.keyword.value if a.keyword else None for a in node.args].index("requires_grad")
             requires_grad = tri_of(args[index])
+        rewrapped = None
+        if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
+                and _cut_from_graph(node.args[0].value, args[0], self.facts(st, args[0])):
+            rewrapped = Origin(node, how)
         return self.new_tensor(st, id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=Tri.YES,
             grad_origin=Origin(node, f"{how} with requires_grad=True")
-            if requires_grad is Tri.YES else None))
+            if requires_grad is Tri.YES else None,
+            why_no_grad=Origin(node, f"created by {how} without requires_grad=True")
+            if requires_grad is Tri.NO else None,
+            rewrapped=rewrapped))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
@@ -762,6 +852,10 @@ class ExpressionEvaluator(SavedTensors):
         context = TORCH.grad_mode_contexts.get(f"torch.{name}")
         if context is not None:
             return self._grad_mode(st, context, args, node)
+        if name == "Variable":
+            self.dispatch("legacy_variable", LegacyVariable(node, "volatile" in keywords))
+            if not any(a.keyword and a.keyword.value == "requires_grad" for a in node.args):
+                return arg0 if isinstance(arg0, TensorRef) else UNKNOWN
         if name in TORCH.factories or name == "Variable":
             return self.factory(st, node, keywords, args, f"`torch.{name}`")
         if name in TORCH.legacy_tensor_types:
@@ -894,6 +988,19 @@ class ExpressionEvaluator(SavedTensors):
             return self.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
                                    entry.get("saved_outputs") or [], site)
         return self.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
+
+
+def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorFacts) -> bool:
+    """``torch.tensor(loss.item(), ...)``, ``torch.tensor(loss, ...)``: a value taken out of
+    a graph (a tensor, or a Python number read from one)."""
+    if isinstance(value, TensorRef):
+        return facts.producer is not None or facts.untracked
+    call = expression
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+            and call.func.value == "float" and call.args:
+        call = call.args[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value == "item"
 
 
 def _concatenate(left: Value, right: Value) -> Value:

@@ -72,6 +72,16 @@ class TensorFacts:
     saves: frozenset = frozenset()
     # An output of a multi-output view op (unbind, split, chunk).
     multi_view: bool = False
+    # Why it cannot require grad, when that is known (no_grad, .detach(), a factory).
+    why_no_grad: Optional[Origin] = None
+    # ``retain_grad()`` was called: its ``.grad`` is kept although it is not a leaf.
+    retains_grad: bool = False
+    # A new leaf wrapped around a value cut from its graph (``torch.tensor(loss.item(),
+    # requires_grad=True)``): backward through it reaches nothing.
+    rewrapped: Optional[Origin] = None
+    # Terms read through ``.data``/``.detach()`` of a parameter that went into it: they
+    # add to the value but contribute no gradient. Nodes of those terms.
+    dropped_terms: frozenset = frozenset()
 
     def join(self, other: "TensorFacts") -> "TensorFacts":
         if self == other:
@@ -86,6 +96,10 @@ class TensorFacts:
             producer=self.producer if self.producer == other.producer else None,
             saves=self.saves & other.saves,
             multi_view=self.multi_view and other.multi_view,
+            why_no_grad=self.why_no_grad if self.why_no_grad == other.why_no_grad else None,
+            retains_grad=self.retains_grad or other.retains_grad,
+            rewrapped=self.rewrapped if self.rewrapped == other.rewrapped else None,
+            dropped_terms=self.dropped_terms & other.dropped_terms,
         )
 
     def evolve(self, **changes) -> "TensorFacts":

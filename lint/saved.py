@@ -14,7 +14,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.events import Mutation, SavedTensorMutated, SaveRecord
+from gradguard.events import BackwardWithoutGrad, DroppedTerm, Mutation, SavedTensorMutated, SaveRecord
 from gradguard.facts import Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
@@ -139,7 +139,7 @@ class SavedTensors:
     # ----------------------------------------------------------------- writing
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
-                       target: Optional[Hashable] = None) -> None:
+                       target: Optional[Hashable] = None, silent: bool = False) -> None:
         """A write moved the version counter of ``written`` (through the object
         ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
@@ -148,14 +148,23 @@ class SavedTensors:
         if hits:
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
-                         aliased=target is not None and target != save.storage)
+                         aliased=target is not None and target != save.storage, silent=silent)
                 for save in hits)
 
     # ----------------------------------------------------------------- backward
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
                      retain: Tri) -> None:
-        needed = frozenset().union(*(self.facts(st, root).saves for root in roots
-                                     if isinstance(root, TensorRef)))
+        roots = [root for root in roots if isinstance(root, TensorRef)]
+        for root in roots:
+            facts = self.facts(st, root)
+            if facts.requires_grad is Tri.NO or facts.rewrapped is not None:
+                self.dispatch("backward_without_grad", BackwardWithoutGrad(
+                    node, self.labels.get(root.obj, "the tensor"), facts.why_no_grad,
+                    facts.rewrapped))
+            elif facts.requires_grad is Tri.YES:
+                for term in sorted(facts.dropped_terms, key=id):
+                    self.dispatch("dropped_term", DroppedTerm(term, node))
+        needed = frozenset().union(*(self.facts(st, root).saves for root in roots))
         for mutation in sorted(st.mutations, key=_order):
             if mutation.save in needed:
                 self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, False))

@@ -18,11 +18,12 @@ class State:
     inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``.
     """
 
-    __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained")
+    __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained",
+                 "alias_writes")
 
     def __init__(self, env: dict, heap: dict, grad: Tri, saves: frozenset = frozenset(),
                  mutations: frozenset = frozenset(), allow_mutation: bool = False,
-                 retained: frozenset = frozenset()) -> None:
+                 retained: frozenset = frozenset(), alias_writes: frozenset = frozenset()) -> None:
         self.env: dict[str, Value] = env
         self.heap: dict[Hashable, TensorFacts] = heap
         self.grad = grad
@@ -31,10 +32,13 @@ class State:
         self.allow_mutation = allow_mutation
         # Saves a backward with retain_graph=True already went through.
         self.retained = retained
+        # Writes through a ``.detach()`` alias, pending until the original is read:
+        # (original object, write node, alias text, operation).
+        self.alias_writes = alias_writes
 
     def copy(self) -> "State":
         return State(dict(self.env), dict(self.heap), self.grad, self.saves, self.mutations,
-                     self.allow_mutation, self.retained)
+                     self.allow_mutation, self.retained, self.alias_writes)
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -46,6 +50,7 @@ class State:
             and self.mutations == other.mutations
             and self.allow_mutation == other.allow_mutation
             and self.retained == other.retained
+            and self.alias_writes == other.alias_writes
         )
 
     def bind(self, path: str, value: Value) -> None:
@@ -81,7 +86,8 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
         heap[obj] = facts if other is None else facts.join(other)
     # A save or a mutation on either path may be there: a later backward decides.
     return State(env, heap, a.grad.join(b.grad), a.saves | b.saves, a.mutations | b.mutations,
-                 a.allow_mutation and b.allow_mutation, a.retained | b.retained)
+                 a.allow_mutation and b.allow_mutation, a.retained | b.retained,
+                 a.alias_writes | b.alias_writes)
 
 
 def join_all(states) -> Optional[State]:

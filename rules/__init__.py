@@ -6,6 +6,14 @@ from gradguard.rules.gg102_leaf_view_inplace import LeafViewInplace
 from gradguard.rules.gg201_saved_tensor_inplace import SavedTensorInplace
 from gradguard.rules.gg202_parameter_update_before_backward import ParameterUpdateBeforeBackward
 from gradguard.rules.gg203_multi_view_inplace import MultiViewInplace
+from gradguard.rules.gg301_data_write_to_saved import DataWriteToSaved
+from gradguard.rules.gg302_data_write import DataWrite
+from gradguard.rules.gg303_detach_alias_write import DetachAliasWrite
+from gradguard.rules.gg304_backward_without_grad import BackwardWithoutGradRule
+from gradguard.rules.gg305_non_leaf_grad import NonLeafGrad
+from gradguard.rules.gg306_detach_inplace_view import DetachInplaceView
+from gradguard.rules.gg307_detached_loss_term import DetachedLossTerm
+from gradguard.rules.gg308_legacy_variable import LegacyVariableRule
 
 ALL_RULES: tuple[type[Rule], ...] = (
     LeafInplace,
@@ -13,6 +21,14 @@ ALL_RULES: tuple[type[Rule], ...] = (
     SavedTensorInplace,
     ParameterUpdateBeforeBackward,
     MultiViewInplace,
+    DataWriteToSaved,
+    DataWrite,
+    DetachAliasWrite,
+    BackwardWithoutGradRule,
+    NonLeafGrad,
+    DetachInplaceView,
+    DetachedLossTerm,
+    LegacyVariableRule,
 )
 
 __all__ = ["ALL_RULES", "Rule"]

@@ -10,7 +10,16 @@ from typing import Callable, ClassVar
 
 import libcst as cst
 
-from gradguard.events import InplaceWrite, SavedTensorMutated
+from gradguard.events import (
+    AliasWriteRead,
+    BackwardWithoutGrad,
+    DetachInplace,
+    DroppedTerm,
+    InplaceWrite,
+    LegacyVariable,
+    NonLeafGradRead,
+    SavedTensorMutated,
+)
 
 Report = Callable[[cst.CSTNode, str, str], None]
 LineOf = Callable[[cst.CSTNode], int]
@@ -36,12 +45,32 @@ class Rule:
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         pass
 
+    def on_alias_write_read(self, event: AliasWriteRead) -> None:
+        pass
+
+    def on_backward_without_grad(self, event: BackwardWithoutGrad) -> None:
+        pass
+
+    def on_non_leaf_grad_read(self, event: NonLeafGradRead) -> None:
+        pass
+
+    def on_detach_inplace(self, event: DetachInplace) -> None:
+        pass
+
+    def on_dropped_term(self, event: DroppedTerm) -> None:
+        pass
+
+    def on_legacy_variable(self, event: LegacyVariable) -> None:
+        pass
+
     def where(self, origin) -> str:
         """`` (line N)`` for an ``Origin``, or nothing when there is none."""
         return f" (line {self.line_of(origin.node)})" if origin is not None else ""
 
 
-EVENT_KINDS = ("inplace_write", "saved_tensor_mutated")
+EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
+               "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
+               "legacy_variable")
 
 
 def handlers_of(rule: Rule) -> dict:

@@ -52,8 +52,8 @@ class SavedTensorInplace(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.parameter_update:
-            return  # GG202
+        if mutation.parameter_update or mutation.silent:
+            return  # GG202, GG301
         save = mutation.save
         line = self.line_of(save.node)
         if save.tensor_text:

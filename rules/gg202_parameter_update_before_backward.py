@@ -49,8 +49,8 @@ class ParameterUpdateBeforeBackward(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if not mutation.parameter_update:
-            return
+        if not mutation.parameter_update or mutation.silent:
+            return  # GG201, GG301
         save = mutation.save
         who = mutation.operation if mutation.operation.endswith(".step()`") \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"

@@ -310,7 +310,7 @@ CASES = {
         w = torch.ones(2, requires_grad=True)
         w.detach()[0] = 1
         w.data.view(-1).add_(1)
-        """, set()),
+        """, {(4, "GG302")}),
     "@= rebinds": ("""
         import torch
         w = torch.ones(2, 2, requires_grad=True)
@@ -359,14 +359,14 @@ CASES = {
         d.mul_(2)
         y.sum().backward()
         """, set()),
-    "a write through .data moves no version counter (not GG201)": ("""
+    "a write through .data moves no version counter: GG301, not GG201": ("""
         import torch
         w = torch.ones(2, requires_grad=True)
         d = torch.ones(2)
         y = d * w
         d.data.mul_(2)
         y.sum().backward()
-        """, set()),
+        """, {(5, "GG301")}),
     "a write through .detach() does": ("""
         import torch
         w = torch.ones(2, requires_grad=True)

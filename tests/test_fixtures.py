@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gradguard import check_source
+from gradguard.rules import ALL_RULES
 from oracle import FIXTURES_DIR, fixture_files, parse_expectations
 
 ENGINE_DIAGNOSTICS = {"GG001", "GG002", "GG003"}
@@ -38,13 +39,18 @@ def test_there_are_fixtures() -> None:
 def test_linter_matches_annotations(path: Path) -> None:
     source = path.read_bytes()
     lines = source.decode("utf-8").splitlines()
-    findings = check_source(source, str(path))
+    findings = check_source(source, str(path), rules=ALL_RULES)  # default-off rules too
 
     diagnostics = [f for f in findings if f.code in ENGINE_DIAGNOSTICS]
     assert not diagnostics, f"{_rel(path)}: engine diagnostics:\n" + "\n".join(f.format() for f in diagnostics)
 
     expected = {(line, code) for line, codes in parse_expectations(source).items() for code in codes}
-    got = {(f.line, f.code) for f in findings}
+    # A folder tests its family (fixtures/GG1xx -> GG1...), plus every code the file
+    # annotates. Other families' findings on it (GG302 on a GG101 near-miss's deliberate
+    # `x.data *= 100`) are that family's business; real code measures them all at once.
+    family = path.parent.name[:3]
+    annotated = {code for _, code in expected}
+    got = {(f.line, f.code) for f in findings if f.code.startswith(family) or f.code in annotated}
     messages = {(f.line, f.code): f.message for f in findings}
     missing, unexpected = expected - got, got - expected
     report = []

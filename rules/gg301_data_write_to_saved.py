@@ -1,0 +1,64 @@
+"""GG301: a write through ``.data`` into a tensor a live graph saved: a wrong gradient."""
+
+from __future__ import annotations
+
+from gradguard.events import SavedTensorMutated
+from gradguard.rules.base import Rule, quote
+
+
+class DataWriteToSaved(Rule):
+    """## What it does
+    Finds in-place writes through ``.data`` (``x.data.mul_(2)``, ``x.data[...] = v``,
+    ``x.data *= k``, or an alias ``d_ = d.data; d_[:] = 1``) into a tensor that a graph
+    saved for backward, before the backward that needs it.
+
+    ## Why is this bad?
+    ``.data`` shares the storage but not the version counter, so torch cannot see the
+    write: nothing raises, and backward computes the gradient from the changed value.
+    The gradient is silently wrong (the seed example gets ``w2.grad == 1`` where the
+    right answer is 4).
+
+    ## Example
+    ```python
+    d = torch.matmul(x, w1)
+    d_ = d.data
+    f = torch.matmul(d, w2)
+    d_[:] = 1
+    f.backward()
+    ```
+
+    ## Use instead
+    ```python
+    d = torch.matmul(x, w1)
+    f = torch.matmul(d, w2)
+    f.backward()
+    with torch.no_grad():
+        d[:] = 1  # after the backward, or on d.clone() if the old value is still needed
+    ```
+
+    ## Fix safety
+    No automatic fix: the write has to move after the backward or onto a copy, which
+    changes what later code sees.
+    """
+
+    code = "GG301"
+    name = "data-write-to-saved"
+    summary = "write through `.data` into a tensor saved for backward: silently wrong gradient"
+
+    def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
+        mutation = event.mutation
+        if not mutation.silent:
+            return
+        save = mutation.save
+        line = self.line_of(save.node)
+        saved = (f"{quote(save.tensor_text)}, which {quote(save.op)} saved for backward "
+                 f"(line {line})" if save.tensor_text else
+                 f"the output of {quote(save.op)} (line {line}), which was saved for backward")
+        when = (f"the caller's backward (returned at line {self.line_of(event.backward_node)})"
+                if event.escaped else f"the backward at line {self.line_of(event.backward_node)}")
+        self.report(
+            mutation.node,
+            f"{mutation.operation} through `.data` on {quote(mutation.target_text)} changes "
+            f"{saved}; nothing will raise and {when} will compute a wrong gradient. Write "
+            "after that backward, or into a `.clone()`",
+        )

@@ -1,0 +1,66 @@
+"""GG302: an in-place write through ``.data``, or an assignment to ``x.data``."""
+
+from __future__ import annotations
+
+from gradguard.events import InplaceWrite
+from gradguard.rules.base import Rule, quote
+
+
+class DataWrite(Rule):
+    """## What it does
+    Finds in-place writes through ``.data`` (``p.data.clamp_(-c, c)``,
+    ``p.data.add_(p.grad, alpha=-lr)``, ``conv.bias.data.fill_(-4.6)``) and assignments to
+    ``.data`` (``self.weight.data = w * mask``) that do not corrupt a saved tensor (those
+    are GG301).
+
+    ## Why is this bad?
+    ``.data`` is a pre-0.4 idiom that bypasses autograd's checks: the same write into a
+    tensor that a graph saved gives a silently wrong gradient instead of an error. Under
+    ``torch.no_grad()`` the write is not recorded either, but it stays checked.
+
+    Writes through ``.data`` are sometimes deliberate (to avoid sharing the version
+    counter). Turn the rule off per project (``ignore = ["GG302"]``) or per line
+    (``# noqa: GG302``) where that is the case.
+
+    ## Example
+    ```python
+    for p in critic.parameters():
+        p.data.clamp_(-0.01, 0.01)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        for p in critic.parameters():
+            p.clamp_(-0.01, 0.01)
+    ```
+    For an assignment ``x.data = y``, use ``with torch.no_grad(): x.copy_(y)``.
+
+    ## Fix safety
+    Equivalent when nothing saved the tensor; the fixture oracle checks that the
+    ``torch.no_grad()`` form leaves every tensor with the same values.
+    """
+
+    code = "GG302"
+    name = "data-write"
+    summary = "in-place write through `.data` or assignment to `.data`"
+
+    def on_inplace_write(self, event: InplaceWrite) -> None:
+        if not event.through_data or event.hits_saved:
+            return
+        text = event.target_text
+        base = text[: -len(".data")] if text.endswith(".data") else None
+        if event.operation == "assignment to `.data`":
+            self.report(
+                event.node,
+                f"assignment to {quote(text + '.data')} bypasses autograd's checks; use "
+                f"`with torch.no_grad(): {text}.copy_(...)`",
+            )
+            return
+        fix = f"`{base}` under `with torch.no_grad():`" if base else \
+            "the tensor itself under `with torch.no_grad():`"
+        self.report(
+            event.node,
+            f"in-place {event.operation} through `.data` on {quote(text)} bypasses autograd's "
+            f"checks; write to {fix}",
+        )

@@ -1,0 +1,47 @@
+"""GG303: an in-place write through a ``.detach()`` alias whose original is read later."""
+
+from __future__ import annotations
+
+from gradguard.events import AliasWriteRead
+from gradguard.rules.base import Rule, quote
+
+
+class DetachAliasWrite(Rule):
+    """## What it does
+    Finds in-place writes through a ``.detach()`` alias (``c = out.detach(); c.zero_()``,
+    ``x.detach().zero_()``) when the original tensor is read afterwards. (When a live
+    graph saved the original, the write is GG201: backward fails.)
+
+    ## Why is this bad?
+    ``.detach()`` shares the storage: the write changes the original's values for every
+    later reader, which is rarely what "detach" was meant to achieve.
+
+    ## Example
+    ```python
+    c = out.detach()
+    c.zero_()
+    print(out)  # zeros
+    ```
+
+    ## Use instead
+    ```python
+    c = out.detach().clone()
+    c.zero_()
+    ```
+
+    ## Fix safety
+    ``.detach().clone()`` costs a copy and leaves the original unchanged, which is the
+    intent in almost every case.
+    """
+
+    code = "GG303"
+    name = "detach-alias-write"
+    summary = "in-place write through a `.detach()` alias changes the original, read later"
+
+    def on_alias_write_read(self, event: AliasWriteRead) -> None:
+        self.report(
+            event.write_node,
+            f"in-place {event.operation} on {quote(event.alias_text)}, a `.detach()` alias, also "
+            f"changes {quote(event.original_text)}, which is read at line "
+            f"{self.line_of(event.read_node)}; use `.detach().clone()`",
+        )

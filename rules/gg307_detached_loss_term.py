@@ -1,0 +1,45 @@
+"""GG307: a parameter read through ``.data``/``.detach()`` inside a backpropagated loss."""
+
+from __future__ import annotations
+
+from gradguard.events import DroppedTerm
+from gradguard.rules.base import Rule
+
+
+class DetachedLossTerm(Rule):
+    """## What it does
+    Finds terms of a backpropagated loss that read a parameter through ``.data`` or
+    ``.detach()``: ``loss = ce + lam * torch.norm(bn.weight.data, 1)``.
+
+    ## Why is this bad?
+    The term changes the loss's value but contributes no gradient: the regularizer (or
+    penalty) silently does nothing to training.
+
+    ## Example
+    ```python
+    loss = criterion(out, y) + lam * torch.norm(bn.weight.data, 1)
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    loss = criterion(out, y) + lam * torch.norm(bn.weight, 1)
+    loss.backward()
+    ```
+
+    ## Fix safety
+    Removing ``.data`` makes the term train the parameter, which is the point of putting
+    it in the loss; when it was meant as a constant, ``.detach()`` plus a comment says so.
+    """
+
+    code = "GG307"
+    name = "detached-loss-term"
+    summary = "loss term reads a parameter through `.data`/`.detach()`: no gradient from it"
+
+    def on_dropped_term(self, event: DroppedTerm) -> None:
+        self.report(
+            event.term_node,
+            "this term reads a parameter through `.data`/`.detach()`, so it adds to the loss "
+            f"backpropagated at line {self.line_of(event.backward_node)} but gives that "
+            "parameter no gradient; drop `.data`/`.detach()`",
+        )
