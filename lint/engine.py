@@ -87,6 +87,7 @@ class Interpreter(ExpressionEvaluator):
                                  Optional[Tri]]] = []
         self.in_function = False
         self.inlining: list[cst.FunctionDef] = []  # functions being followed from a call
+        self._writes_cache: dict[int, bool] = {}
         self.returns: list[list] = []  # per followed call: (state, value) at each return
         self._report = report
         for rule_class in rules:
@@ -498,7 +499,8 @@ class Interpreter(ExpressionEvaluator):
         definition = function.node
         if definition in self.inlining or len(self.inlining) >= MAX_INLINE_DEPTH \
                 or not isinstance(definition.body, cst.IndentedBlock) \
-                or not any(_carries_evidence(value) for value in args):
+                or not any(_carries_evidence(value) for value in args) \
+                or not self._writes(definition):
             return UNKNOWN
         inner = st.copy()
         inner.grad = function.grad_mode if function.grad_mode is not None else st.grad
@@ -521,6 +523,15 @@ class Interpreter(ExpressionEvaluator):
         for value in values[1:]:
             result = join_values(result, value)
         return result
+
+    def _writes(self, function: cst.FunctionDef) -> bool:
+        """Whether a function can write a tensor or run a backward (worth following)."""
+        key = id(function)
+        if key not in self._writes_cache:
+            finder = _WriteFinder()
+            function.body.visit(finder)
+            self._writes_cache[key] = finder.found
+        return self._writes_cache[key]
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
@@ -620,6 +631,30 @@ def _objects_in(value: Value) -> list:
     if isinstance(value, Seq):
         return [obj for item in value.items for obj in _objects_in(item)]
     return []
+
+
+class _WriteFinder(cst.CSTVisitor):
+    """Finds syntax that may write a tensor or run a backward: augmented or item
+    assignment, ``.data`` assignment, a call of ``x.<name>_()``, ``backward``, ``step``,
+    ``inplace=True``."""
+
+    found = False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Subscript) or (
+                isinstance(node.target, cst.Attribute) and node.target.attr.value == "data"):
+            self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value
+            if (name.endswith("_") and not name.startswith("_")) or name in ("backward", "step"):
+                self.found = True
+        if any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args):
+            self.found = True
 
 
 def _carries_evidence(value: Value) -> bool:
