@@ -2,18 +2,74 @@
 
 A fixture is a small runnable program.  Lines that the linter must report carry a
 trailing ``# expect: GG101`` comment (several codes comma-separated).  A fixture
-without annotations is a near-miss and must run clean.  For a bug fixture, every
-annotated line must *independently* make torch fail, and neutralising all of them
-(replacing each statement by ``pass``) must make the program run clean.
+without annotations is a near-miss: it must run clean, and torch must emit no warning
+attributed to the fixture file (a non-leaf ``.grad`` read, ``volatile=``, ...).
 
-How a code is proven is looked up in ``EXPECTATIONS`` (code -> ``Expectation``):
+An annotation may name an oracle *variant* in brackets, ``# expect: GG304[trains_nothing]``:
+the code is still GG304 for the linter (``parse_expectations`` drops the bracket), but
+the oracle proves the line with the expectation registered as ``GG304[trains_nothing]``
+instead of GG304's default one.  Variants are named after the mode they use.
 
-* mode ``"raises_here"``: with every *other* annotated statement neutralised, the
-  program raises an exception of the expected type and message, and the innermost
-  traceback frame inside the fixture file is the annotated line (torch raised "at once").
-* mode ``"raises_later"``: with every other annotated statement neutralised, the
-  program raises the expected error *somewhere* (typically at ``backward()``); the
-  line is proven to be the cause by the all-neutralised run being clean.
+How a code is proven is looked up in ``EXPECTATIONS`` (key -> ``Expectation``, the key
+being ``CODE`` or ``CODE[variant]``).  Every annotated line is proven on its own: the
+*base* program for a line is the fixture with every *other* annotated line fixed (each
+mode says how a line is fixed; most modes neutralise it, i.e. replace the statement by
+``pass``).  Finally the fixture with *every* annotated line fixed must run clean, with
+no warning attributed to the fixture file (so no unannotated line misbehaves).
+
+Modes (``MODES``):
+
+* ``raises_here``: the base raises the expected exception, and the innermost traceback
+  frame inside the fixture file is the annotated line (torch raised "at once").
+* ``raises_later``: the base raises the expected exception *somewhere* (typically at
+  ``backward()``); the all-fixed run being clean proves the line is the cause.
+* ``warns_here``: running the base emits a warning of the expected category whose message
+  contains the expected text, attributed (filename and lineno) to the annotated line.  The
+  run may raise only at that same line (a ``None`` ``.grad`` consumed right there).  GG308's
+  line is fixed by the ``legacy_noop`` rewrite rather than neutralised (an expectation may
+  name its fix).
+* ``silent_corruption`` (a ``.data`` write into a tensor a live graph saved): (1) the base
+  runs clean; (2) with every ``.data`` read in the file turned into ``.detach()`` (which
+  shares the version counter; ``x.data *= k`` becomes ``x.detach().__imul__(k)``) the base
+  raises the expected "modified by an inplace operation" error; (3) with the line
+  neutralised, that ``.detach()`` program runs clean; (4) the leaf gradients of the base
+  differ from those of the line-neutralised run (the write changed a gradient, silently).
+* ``equivalent_fix`` (a ``.data`` write that corrupts nothing): the base runs clean; the
+  line rewritten as ``with torch.no_grad(): S`` with ``.data`` removed from ``S``
+  (``x.data = y`` becomes ``x.copy_(y)``) runs clean and ends with the same tensors (values
+  and grads) in the final globals; and with every ``.data`` read on the line replaced by
+  ``.data.clone()`` the final tensors differ (the line really writes through ``.data``).
+  The rewrite is also how the line is fixed.
+* ``silent_change`` (an in-place write through a ``.detach()`` alias): the base runs clean;
+  with every ``.detach()`` in the file made ``.detach().clone()`` (the fix) the program runs
+  clean and some final tensor differs that neither is named on the line nor shares storage
+  with one that is (the write leaked into the original and reached a later reader); and with
+  the line neutralised, ``.detach().clone()`` changes none of those tensors (this line's
+  write is the leak).
+* ``no_gradient`` (a term cut off from autograd): the base runs clean; with ``.data`` /
+  ``.detach()`` / ``.detach_()`` removed from the line (the fix) the program runs clean and
+  some leaf's ``.grad`` differs.  (Whether that gradient is *wanted* is the annotation's
+  claim: torch can only prove the line cuts a path a backward would otherwise take.)
+* ``trains_nothing`` (a loss re-wrapped as a fresh leaf to silence the GG304 error): the
+  base runs clean; every requires-grad leaf in the final globals (module parameters and
+  optimiser parameters included; tensors named on the line excluded) has ``.grad`` None or
+  zero, and there is at least one; and with the line neutralised the expected error (the
+  one the re-wrap silenced) is raised.  Such a line is left as written when fixing.
+* ``legacy_noop``: the base runs clean; with ``Variable(x)`` on the line rewritten to
+  ``(x)`` (``requires_grad=b`` becomes ``.requires_grad_(b)``, ``volatile=`` dropped) the
+  program runs clean and ends with identical tensors (values, grads, requires_grad).  The
+  rewrite is how the line is fixed.
+
+"Final tensors" are the ``torch.Tensor`` values in the program's globals, the parameters
+and buffers of ``nn.Module`` globals, optimiser parameters, and tensors in global lists,
+tuples and dicts; each with its ``.grad`` (read only for leaves and retain_grad tensors).
+
+Silent modes cannot see a *missing* annotation the way a raising mode does (the all-fixed
+run is clean anyway), except for GG301's: every near-miss, and every all-fixed program,
+that uses ``.data`` must also run clean with ``.data`` -> ``.detach()``, so an unannotated
+``.data`` write into a saved tensor is caught.  An unannotated harmless ``.data`` write
+(GG302), ``.detach()`` alias write (GG303), cut-off term (GG307) or ``Variable`` (GG308)
+is not: torch has nothing to say about those.
 
 The annotation parser (``parse_expectations``) does not need torch, so the linter
 tests (tests/test_fixtures.py) can use it where torch is not installed.
@@ -46,39 +102,76 @@ FIXTURES_DIR = REPO_ROOT / "fixtures"
 
 @dataclass(frozen=True)
 class Expectation:
-    """How torch must fail for an annotated line with this code."""
+    """How torch must fail (or misbehave) for an annotated line with this code."""
 
     code: str
-    mode: str  # "raises_here" | "raises_later"
-    exc_type: type[BaseException]
-    contains: str  # the message must contain this
+    mode: str  # one of MODES
+    exc_type: type[BaseException] = Exception  # for warns_here: the warning category
+    contains: str = ""  # the message must contain this
     excludes: tuple[str, ...] = ()  # ... and none of these (GG101's text is inside GG102's)
+    variant: str = ""  # "" for the code's default expectation, else the bracket name
+    fix: str = ""  # how the line is fixed (a key of FIXES); "" for the mode's default
+
+    @property
+    def key(self) -> str:
+        return f"{self.code}[{self.variant}]" if self.variant else self.code
+
+    def _text_ok(self, msg: str) -> bool:
+        return self.contains in msg and not any(x in msg for x in self.excludes)
 
     def matches(self, exc: BaseException) -> bool:
-        msg = str(exc)
-        return (
-            isinstance(exc, self.exc_type)
-            and self.contains in msg
-            and not any(x in msg for x in self.excludes)
-        )
+        return isinstance(exc, self.exc_type) and self._text_ok(str(exc))
+
+    def matches_warning(self, w: "WarningRecord") -> bool:
+        return issubclass(w.category, self.exc_type) and self._text_ok(w.message)
 
     def describe(self) -> str:
         extra = "".join(f" and not {x!r}" for x in self.excludes)
         return f"{self.exc_type.__name__} containing {self.contains!r}{extra}"
 
 
-MODES = ("raises_here", "raises_later")
+MODES = (
+    "raises_here",
+    "raises_later",
+    "warns_here",
+    "silent_corruption",
+    "equivalent_fix",
+    "silent_change",
+    "no_gradient",
+    "trains_nothing",
+    "legacy_noop",
+)
 
 LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation"
 VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation"
 
 EXPECTATIONS: dict[str, Expectation] = {}
 
+# How an annotated line is fixed (for the other lines' base, and for the all-fixed run).
+FIX_NAMES = ("neutralise", "nograd_rewrite", "strip_detach", "unwrap_variable", "as_written")
+DEFAULT_FIX = {
+    "raises_here": "neutralise",
+    "raises_later": "neutralise",
+    "warns_here": "neutralise",
+    "silent_corruption": "neutralise",
+    "silent_change": "neutralise",
+    "equivalent_fix": "nograd_rewrite",
+    "no_gradient": "strip_detach",
+    "legacy_noop": "unwrap_variable",
+    "trains_nothing": "as_written",  # no mechanical fix: the line stays as written
+}
+
+_VARIANT_RE = re.compile(r"[a-z_]+")
+
 
 def register(exp: Expectation) -> Expectation:
     if exp.mode not in MODES:
         raise ValueError(f"unknown oracle mode {exp.mode!r}; expected one of {MODES}")
-    EXPECTATIONS[exp.code] = exp
+    if exp.variant and not _VARIANT_RE.fullmatch(exp.variant):
+        raise ValueError(f"variant {exp.variant!r}: lower-case letters and underscores only")
+    if exp.fix and exp.fix not in FIX_NAMES:
+        raise ValueError(f"unknown fix {exp.fix!r}; expected one of {FIX_NAMES}")
+    EXPECTATIONS[exp.key] = exp
     return exp
 
 
@@ -94,14 +187,34 @@ register(Expectation("GG201", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 register(Expectation("GG202", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 register(Expectation("GG203", "raises_here", RuntimeError, MULTI_OUTPUT_VIEW_MSG))
 
+NO_GRAD_FN_MSG = "element 0 of tensors does not require grad and does not have a grad_fn"
+NON_LEAF_GRAD_MSG = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
+DETACH_VIEW_MSG = "Can't detach views in-place"
+DETACHED_SAVED_MSG = "Trying to use a saved tensor that has been detached in-place"
+VOLATILE_MSG = "volatile was removed"
+
+register(Expectation("GG301", "silent_corruption", RuntimeError, SAVED_TENSOR_MSG))
+register(Expectation("GG302", "equivalent_fix"))
+register(Expectation("GG303", "silent_change"))
+register(Expectation("GG304", "raises_here", RuntimeError, NO_GRAD_FN_MSG))
+register(Expectation("GG304", "trains_nothing", RuntimeError, NO_GRAD_FN_MSG, variant="trains_nothing"))
+register(Expectation("GG305", "warns_here", UserWarning, NON_LEAF_GRAD_MSG))
+register(Expectation("GG306", "raises_here", RuntimeError, DETACH_VIEW_MSG))
+register(Expectation("GG306", "raises_later", RuntimeError, DETACHED_SAVED_MSG, variant="raises_later"))
+register(Expectation("GG306", "no_gradient", variant="no_gradient"))
+register(Expectation("GG307", "no_gradient"))
+register(Expectation("GG308", "warns_here", UserWarning, VOLATILE_MSG, fix="unwrap_variable"))
+register(Expectation("GG308", "legacy_noop", variant="legacy_noop"))
+
 
 # --------------------------------------------------------------------------- parsing
 
-_EXPECT_RE = re.compile(r"\bexpect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
+_CODE = r"[A-Z]+[0-9]+(?:\[[a-z_]+\])?"
+_EXPECT_RE = re.compile(rf"\bexpect:\s*({_CODE}(?:\s*,\s*{_CODE})*)")
 
 
-def parse_expectations(source: str | bytes) -> dict[int, set[str]]:
-    """Map line number -> set of codes, from ``# expect: CODE[, CODE...]`` comments.
+def parse_annotations(source: str | bytes) -> dict[int, set[str]]:
+    """Map line number -> set of expectation keys (``GG304`` or ``GG304[trains_nothing]``).
 
     Uses ``tokenize`` so a ``#`` inside a string literal is never mistaken for a comment.
     """
@@ -113,9 +226,18 @@ def parse_expectations(source: str | bytes) -> dict[int, set[str]]:
             continue
         m = _EXPECT_RE.search(tok.string)
         if m:
-            codes = {c.strip() for c in m.group(1).split(",")}
-            result.setdefault(tok.start[0], set()).update(codes)
+            keys = {c.strip() for c in m.group(1).split(",")}
+            result.setdefault(tok.start[0], set()).update(keys)
     return result
+
+
+def parse_expectations(source: str | bytes) -> dict[int, set[str]]:
+    """Map line number -> set of codes, from ``# expect: CODE[, CODE...]`` comments.
+
+    An oracle variant in brackets (``GG304[trains_nothing]``) is dropped: it is the
+    oracle's business, the linter reports the bare code.
+    """
+    return {line: {k.split("[", 1)[0] for k in keys} for line, keys in parse_annotations(source).items()}
 
 
 # --------------------------------------------------------------------------- neutralising
@@ -125,12 +247,14 @@ class OracleError(Exception):
     """The fixture is malformed, or torch does not back up its annotations."""
 
 
+_COMPOUND = (
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+    ast.While, ast.With, ast.AsyncWith, ast.Try,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) + ((ast.Match,) if hasattr(ast, "Match") else ())
+
+
 def _simple_statements(tree: ast.AST) -> list[ast.stmt]:
-    compound = (
-        ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
-        ast.While, ast.With, ast.AsyncWith, ast.Try,
-    ) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) + ((ast.Match,) if hasattr(ast, "Match") else ())
-    return [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, compound)]
+    return [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, _COMPOUND)]
 
 
 def neutralise(source: str, lines: set[int] | frozenset[int]) -> str:
@@ -166,7 +290,237 @@ def neutralise(source: str, lines: set[int] | frozenset[int]) -> str:
     return out
 
 
+# --------------------------------------------------------------------------- source rewrites
+#
+# Every rewrite edits byte ranges given by ast positions and keeps every line number.
+
+
+class _Src:
+    """A source text as bytes, with ast (line, column) positions turned into offsets."""
+
+    def __init__(self, source: str):
+        if not source.endswith("\n"):
+            source += "\n"
+        self.text = source
+        self.data = source.encode("utf-8")
+        self.tree = ast.parse(source)
+        self.starts = [0]
+        for ln in self.data.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(ln))
+
+    def off(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def start(self, node: ast.AST) -> int:
+        return self.off(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> int:
+        return self.off(node.end_lineno, node.end_col_offset)
+
+    def seg(self, node: ast.AST) -> bytes:
+        return self.data[self.start(node) : self.end(node)]
+
+    def statements_at(self, line: int) -> list[ast.stmt]:
+        hit = [s for s in _simple_statements(self.tree) if s.lineno <= line <= s.end_lineno]
+        if not hit:
+            raise OracleError(f"line {line}: annotation is not on a simple statement")
+        return hit
+
+    def apply(self, edits: list[tuple[int, int, bytes]]) -> str:
+        """Replace each half-open byte range [a, b) by its bytes; ranges must not overlap."""
+        data = self.data
+        last = None
+        for a, b, rep in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+            if last is not None and b > last:
+                raise OracleError("overlapping rewrites")
+            data = data[:a] + rep + data[b:]
+            last = a
+        out = data.decode("utf-8")
+        if out.count("\n") != self.text.count("\n"):
+            raise OracleError("a rewrite would change the line count")
+        return out
+
+
+def _is_data(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "data"
+
+
+def _drop_suffix(src: _Src, node: ast.AST, inner: ast.AST) -> tuple[int, int, bytes]:
+    """The edit that turns ``node`` (``inner.data`` / ``inner.detach()``) into ``inner``."""
+    if inner.end_lineno != node.end_lineno:
+        raise OracleError(f"line {node.lineno}: `{src.seg(node).decode()}` spans lines")
+    return (src.end(inner), src.end(node), b"")
+
+
+def data_to_detach(source: str) -> str:
+    """Every ``.data`` read becomes ``.detach()`` (same storage, but the version counter is shared).
+
+    ``X.data op= V`` becomes ``X.detach().__iop__(V)``; ``X.data = Y`` (rebinding the
+    storage) is left alone.
+    """
+    src = _Src(source)
+    dunder = {ast.Add: "__iadd__", ast.Sub: "__isub__", ast.Mult: "__imul__", ast.Div: "__itruediv__",
+              ast.Pow: "__ipow__"}
+    edits: list[tuple[int, int, bytes]] = []
+    skip: set[int] = set()
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.AugAssign) and _is_data(node.target):
+            name = dunder.get(type(node.op))
+            if name is None:
+                raise OracleError(f"line {node.lineno}: no in-place dunder for {type(node.op).__name__}")
+            base = src.seg(node.target.value)
+            edits.append((src.start(node.target), src.start(node.value), base + b".detach()." + name.encode() + b"("))
+            edits.append((src.end(node.value), src.end(node.value), b")"))
+            skip.update(id(n) for n in ast.walk(node.target))
+    for node in ast.walk(src.tree):
+        if _is_data(node) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
+            a, b = src.end(node) - 4, src.end(node)
+            if src.data[a:b] != b"data":
+                raise OracleError(f"line {node.lineno}: cannot locate `.data`")
+            edits.append((a, b, b"detach()"))
+    return src.apply(edits)
+
+
+def _replace_calls(source: str, old: bytes, new: bytes) -> str:
+    """Every ``X.<old>()`` call (no arguments) becomes ``X.<new>``."""
+    src = _Src(source)
+    edits = []
+    for node in ast.walk(src.tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args
+                and not node.keywords and node.func.attr.encode() + b"()" == old):
+            a, b = _drop_suffix(src, node, node.func.value)[:2]
+            edits.append((a, b, b"." + new))
+    return src.apply(edits)
+
+
+def detach_to_clone(source: str) -> str:
+    """Every ``.detach()`` becomes ``.detach().clone()`` (the GG303 fix)."""
+    return _replace_calls(source, b"detach()", b"detach().clone()")
+
+
+def strip_detach(source: str, line: int) -> str:
+    """Remove ``.data``, ``.detach()`` and ``.detach_()`` from the statement on ``line``.
+
+    ``h.detach_()`` as a statement becomes the no-op ``h``.  The ``no_gradient`` fix.
+    """
+    src = _Src(source)
+    edits = []
+    for stmt in src.statements_at(line):
+        for node in ast.walk(stmt):
+            if _is_data(node) and isinstance(node.ctx, ast.Load):
+                edits.append(_drop_suffix(src, node, node.value))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("detach", "detach_") and not node.args and not node.keywords):
+                edits.append(_drop_suffix(src, node, node.func.value))
+    if not edits:
+        raise OracleError(f"line {line}: no `.data`, `.detach()` or `.detach_()` to remove")
+    return src.apply(edits)
+
+
+def _sole_statement(src: _Src, line: int) -> ast.stmt:
+    stmts = src.statements_at(line)
+    if len(stmts) != 1:
+        raise OracleError(f"line {line}: {len(stmts)} statements; put the annotated one on its own line")
+    s = stmts[0]
+    head = src.data[src.starts[s.lineno - 1] : src.start(s)]
+    tail = src.data[src.end(s) : src.starts[s.end_lineno]].strip()
+    if head.strip() or not (tail == b"" or tail.startswith(b"#")):
+        raise OracleError(f"line {line}: the annotated statement must be alone on its line(s)")
+    return s
+
+
+def nograd_rewrite(source: str, line: int) -> str:
+    """``S`` -> ``with torch.no_grad(): S'`` with ``.data`` removed (the GG302 fix).
+
+    ``X.data = Y`` becomes ``with torch.no_grad(): X.copy_(Y)``.
+    """
+    src = _Src(source)
+    s = _sole_statement(src, line)
+    edits = [(src.start(s), src.start(s), b"with torch.no_grad(): ")]
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_data(s.targets[0]):
+        target = s.targets[0]
+        edits.append((src.end(target.value), src.start(s.value), b".copy_("))
+        edits.append((src.end(s.value), src.end(s.value), b")"))
+        scope = [target.value, s.value]
+    else:
+        scope = [s]
+    found = False
+    for root in scope:
+        for node in ast.walk(root):
+            if _is_data(node):
+                if isinstance(node.ctx, ast.Store) and not isinstance(s, ast.AugAssign):
+                    raise OracleError(f"line {line}: cannot rewrite this assignment to `.data`")
+                edits.append(_drop_suffix(src, node, node.value))
+                found = True
+    if not found and len(scope) == 1:
+        raise OracleError(f"line {line}: no `.data` on the line")
+    return src.apply(edits)
+
+
+def data_clone_variant(source: str, line: int) -> str:
+    """Every ``.data`` read on the line becomes ``.data.clone()`` (a write through it is lost).
+
+    An assignment ``X.data = Y`` or ``X.data op= Y`` is neutralised instead.
+    """
+    src = _Src(source)
+    s = _sole_statement(src, line)
+    if (isinstance(s, ast.Assign) and any(_is_data(t) for t in s.targets)) or (
+            isinstance(s, ast.AugAssign) and _is_data(s.target)):
+        return neutralise(source, {line})
+    edits = [(src.end(n), src.end(n), b".clone()") for n in ast.walk(s) if _is_data(n) and isinstance(n.ctx, ast.Load)]
+    if not edits:
+        raise OracleError(f"line {line}: no `.data` read on the line")
+    return src.apply(edits)
+
+
+def unwrap_variable(source: str, line: int) -> str:
+    """``Variable(x[, requires_grad=b][, volatile=v])`` -> ``(x)[.requires_grad_(b)]`` on ``line``."""
+    src = _Src(source)
+    calls = []
+    for stmt in src.statements_at(line):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and (
+                (isinstance(node.func, ast.Name) and node.func.id == "Variable")
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "Variable")
+            ):
+                calls.append(node)
+    if not calls:
+        raise OracleError(f"line {line}: no `Variable(...)` call")
+    edits = []
+    for c in calls:
+        if any(o is not c and any(i is c for i in ast.walk(o)) for o in calls):
+            raise OracleError(f"line {line}: nested Variable() calls")
+        if len(c.args) != 1 or any(k.arg not in ("requires_grad", "volatile") for k in c.keywords):
+            raise OracleError(f"line {line}: Variable() with arguments the oracle cannot rewrite")
+        rep = b"(" + src.seg(c.args[0]) + b")"
+        for k in c.keywords:
+            if k.arg == "requires_grad":
+                rep += b".requires_grad_(" + src.seg(k.value) + b")"
+        edits.append((src.start(c), src.end(c), rep))
+    return src.apply(edits)
+
+
 # --------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class WarningRecord:
+    category: type[Warning]
+    message: str
+    filename: str
+    lineno: int
+
+    def describe(self) -> str:
+        return f"{self.category.__name__} at line {self.lineno}: {self.message.splitlines()[0][:100]}"
+
+
+@dataclass
+class TensorState:
+    value: object  # torch.Tensor (a detached copy)
+    grad: object  # torch.Tensor | None
+    requires_grad: bool
+    is_leaf: bool
+    storage: int | None  # data_ptr of the untyped storage, to find aliases
 
 
 @dataclass
@@ -174,12 +528,20 @@ class RunResult:
     exc: BaseException | None
     frame_line: int | None  # innermost traceback line inside the fixture file
     stdout: str = ""
+    warnings: list[WarningRecord] = field(default_factory=list)
+    state: dict[str, TensorState] | None = None  # final tensors, when asked for
+    path: str = ""
 
     def describe(self) -> str:
         if self.exc is None:
             return "ran clean"
         where = f"line {self.frame_line}" if self.frame_line is not None else "outside the fixture"
         return f"raised {type(self.exc).__name__} at {where}: {str(self.exc).splitlines()[0] if str(self.exc) else ''}"
+
+    @property
+    def own_warnings(self) -> list[WarningRecord]:
+        """Warnings attributed to the fixture file itself."""
+        return [w for w in self.warnings if w.filename == self.path]
 
 
 def _require_torch():
@@ -209,17 +571,69 @@ def _torch_state_restored():
             raise OracleError("fixture left torch.inference_mode enabled")
 
 
-def run_source(source: str, path: str | Path) -> RunResult:
-    """Execute ``source`` in-process as ``__main__`` with ``path`` as its filename."""
+def _final_tensors(g: dict) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, val in g.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(val, torch.Tensor):
+            out[name] = val
+        elif isinstance(val, torch.nn.Module):
+            for n, p in val.named_parameters():
+                out[f"{name}.{n}"] = p
+            for n, b in val.named_buffers():
+                out[f"{name}.{n}"] = b
+        elif isinstance(val, torch.optim.Optimizer):
+            for i, group in enumerate(val.param_groups):
+                for j, p in enumerate(group["params"]):
+                    out[f"{name}.param_groups[{i}][{j}]"] = p
+        elif isinstance(val, (list, tuple)):
+            for i, x in enumerate(val):
+                if isinstance(x, torch.Tensor):
+                    out[f"{name}[{i}]"] = x
+        elif isinstance(val, dict):
+            for k, x in val.items():
+                if isinstance(x, torch.Tensor):
+                    out[f"{name}[{k!r}]"] = x
+    return out
+
+
+def _snapshot(g: dict) -> dict[str, TensorState]:
+    state = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, t in _final_tensors(g).items():
+            grad = t.grad if (t.is_leaf or t.retains_grad) else None
+            try:
+                storage = t.untyped_storage().data_ptr()
+            except Exception:  # noqa: BLE001 - sparse and friends have no plain storage
+                storage = None
+            state[key] = TensorState(
+                t.detach().clone(),
+                None if grad is None else grad.detach().clone(),
+                t.requires_grad,
+                t.is_leaf,
+                storage,
+            )
+    return state
+
+
+def run_source(source: str, path: str | Path, snapshot: bool = False) -> RunResult:
+    """Execute ``source`` in-process as ``__main__`` with ``path`` as its filename.
+
+    Every warning is recorded (``simplefilter("always")``); with ``snapshot`` the final
+    tensors of the program's globals are copied into ``RunResult.state``.
+    """
     _require_torch()
     path = str(path)
     code = compile(source, path, "exec", dont_inherit=True)
     g = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     out = io.StringIO()
     exc: BaseException | None = None
+    state = None
     with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             exec(code, g)
         except SystemExit as e:
@@ -227,12 +641,68 @@ def run_source(source: str, path: str | Path) -> RunResult:
                 exc = e
         except Exception as e:  # noqa: BLE001 - we want whatever torch raised
             exc = e
+        if snapshot:
+            state = _snapshot(g)
+    recorded = [WarningRecord(w.category, str(w.message), w.filename, w.lineno) for w in caught]
     frame_line = None
     if exc is not None:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
         if frames:
             frame_line = frames[-1].lineno
-    return RunResult(exc, frame_line, out.getvalue())
+    return RunResult(exc, frame_line, out.getvalue(), recorded, state, path)
+
+
+# --------------------------------------------------------------------------- comparing final tensors
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if torch.equal(a, b):
+        return True
+    return a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
+
+
+def _zero_grad(g) -> bool:
+    return g is None or not bool(g.ne(0).any())
+
+
+def state_diff(a: dict[str, TensorState], b: dict[str, TensorState], requires_grad: bool = False) -> list[str]:
+    """Keys (``name`` or ``name.grad``) whose value, grad (or requires_grad) differ, or exist in one run only."""
+    diff = []
+    for key in sorted(a.keys() | b.keys()):
+        if key not in a or key not in b:
+            diff.append(key)
+            continue
+        x, y = a[key], b[key]
+        if not _same(x.value, y.value):
+            diff.append(key)
+        if not _same(x.grad, y.grad):
+            diff.append(f"{key}.grad")
+        if requires_grad and x.requires_grad != y.requires_grad:
+            diff.append(f"{key}.requires_grad")
+    return diff
+
+
+def grad_diff(a: dict[str, TensorState], b: dict[str, TensorState]) -> list[str]:
+    """Keys of requires-grad leaves whose ``.grad`` differs between the runs."""
+    out = []
+    for key in sorted(a.keys() & b.keys()):
+        x, y = a[key], b[key]
+        leafy = (x.is_leaf and x.requires_grad) or (y.is_leaf and y.requires_grad)
+        if leafy and not _same(x.grad, y.grad):
+            out.append(key)
+    return out
+
+
+def _names_on(source: str, line: int) -> set[str]:
+    return {n.id for s in _Src(source).statements_at(line) for n in ast.walk(s) if isinstance(n, ast.Name)}
+
+
+def _root_name(key: str) -> str:
+    return re.split(r"[.\[]", key, maxsplit=1)[0]
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -241,7 +711,8 @@ def run_source(source: str, path: str | Path) -> RunResult:
 @dataclass
 class Verdict:
     path: str
-    expectations: dict[int, set[str]]
+    expectations: dict[int, set[str]]  # line -> codes
+    annotations: dict[int, set[str]] = field(default_factory=dict)  # line -> expectation keys
     problems: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
 
@@ -253,55 +724,279 @@ class Verdict:
         return "\n".join([f"{self.path}:"] + [f"  PROBLEM: {p}" for p in self.problems] + [f"  {l}" for l in self.log])
 
 
+_REWRITES = {"nograd_rewrite": nograd_rewrite, "strip_detach": strip_detach, "unwrap_variable": unwrap_variable}
+
+
+def fix_of(exp: Expectation) -> str:
+    return exp.fix or DEFAULT_FIX[exp.mode]
+
+
+def apply_fixes(source: str, annotations: dict[int, set[str]], lines: set[int]) -> str:
+    """Fix each of ``lines`` as its expectation says; a line with several fixes is neutralised
+    if any of them neutralises, else rewritten by the first rewrite (by name)."""
+    to_neutralise = set()
+    for line in sorted(lines, reverse=True):
+        fixes = {fix_of(EXPECTATIONS[k]) for k in annotations[line]}
+        if "neutralise" in fixes:
+            to_neutralise.add(line)
+            continue
+        rewrites = sorted(fixes & _REWRITES.keys())
+        if rewrites:
+            source = _REWRITES[rewrites[0]](source, line)
+    return neutralise(source, to_neutralise) if to_neutralise else source
+
+
+class _Ctx:
+    """One fixture's verification: runs are cached, problems and log go to the verdict."""
+
+    def __init__(self, v: Verdict, source: str, path: str):
+        self.v, self.source, self.path = v, source, path
+        self.lines = source.splitlines()
+        self._runs: dict[tuple[str, bool], RunResult] = {}
+
+    def run(self, source: str, snapshot: bool = False) -> RunResult:
+        key = (source, snapshot)
+        if key not in self._runs:
+            self._runs[key] = run_source(source, self.path, snapshot=snapshot)
+        return self._runs[key]
+
+    def text(self, line: int) -> str:
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+    def problem(self, line: int, exp: Expectation, msg: str) -> None:
+        self.v.problems.append(f"line {line} [{exp.key}]: {msg}")
+
+
+def _check_raises(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base)
+    if r.exc is None:
+        c.problem(line, exp, f"expected {exp.describe()}, but the program ran clean")
+    elif not exp.matches(r.exc):
+        c.problem(line, exp, f"expected {exp.describe()}, but it {r.describe()}")
+    elif exp.mode == "raises_here" and r.frame_line != line:
+        c.problem(line, exp, f"the expected error was raised at line {r.frame_line}, not at line {line}")
+
+
+def _check_warns_here(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base)
+    hits = [w for w in r.own_warnings if w.lineno == line and exp.matches_warning(w)]
+    if not hits:
+        seen = "; ".join(w.describe() for w in r.own_warnings) or "none"
+        c.problem(line, exp, f"expected a {exp.exc_type.__name__} containing {exp.contains!r} at line {line}; "
+                             f"warnings from the fixture: {seen}")
+    if r.exc is not None and r.frame_line != line:
+        c.problem(line, exp, f"the program must run clean or fail at the annotated line, but it {r.describe()}")
+
+
+def _clean(c: _Ctx, exp: Expectation, line: int, r: RunResult, what: str) -> bool:
+    if r.exc is not None:
+        c.problem(line, exp, f"{what} must run clean, but it {r.describe()}")
+        return False
+    return True
+
+
+def _check_silent_corruption(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written (the `.data` write is silent)"):
+        return
+    detached = data_to_detach(base)
+    r2 = c.run(detached)
+    c.v.log.append(f"line {line} with .data -> .detach(): {r2.describe()}")
+    if r2.exc is None or not exp.matches(r2.exc):
+        got = "ran clean" if r2.exc is None else r2.describe()
+        c.problem(line, exp, f"with `.data` -> `.detach()` expected {exp.describe()} (a saved tensor was hit), "
+                             f"but it {got}")
+    without = neutralise(base, {line})
+    if not _clean(c, exp, line, c.run(data_to_detach(without)),
+                  "with the line neutralised, the `.detach()` program (proving the line is the cause)"):
+        return
+    r4 = c.run(without, snapshot=True)
+    if not _clean(c, exp, line, r4, "with the line neutralised, the program"):
+        return
+    changed = grad_diff(r.state, r4.state)
+    c.v.log.append(f"line {line}: gradients changed by the write: {changed}")
+    if not changed:
+        c.problem(line, exp, "no leaf gradient differs with and without the write: nothing was corrupted")
+
+
+def _check_equivalent_fix(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written"):
+        return
+    fixed = nograd_rewrite(base, line)
+    r2 = c.run(fixed, snapshot=True)
+    c.v.log.append(f"line {line} as `{fixed.splitlines()[line - 1].strip()}`: {r2.describe()}")
+    if not _clean(c, exp, line, r2, "the `with torch.no_grad():` rewrite"):
+        return
+    diff = state_diff(r.state, r2.state)
+    if diff:
+        c.problem(line, exp, f"the `with torch.no_grad():` rewrite ends with different tensors: {diff}")
+    r3 = c.run(data_clone_variant(base, line), snapshot=True)
+    if r3.exc is None and not state_diff(r.state, r3.state):
+        c.problem(line, exp, "with `.data` -> `.data.clone()` on the line nothing changes: the line writes nothing "
+                             "through `.data`")
+
+
+def _check_silent_change(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written (the write is silent)"):
+        return
+    r2 = c.run(detach_to_clone(base), snapshot=True)
+    if not _clean(c, exp, line, r2, "with `.detach()` -> `.detach().clone()` (the fix), the program"):
+        return
+    names = _names_on(base, line)
+    aliased = {r.state[n].storage for n in names if n in r.state} - {None}
+    leaked = [
+        k for k in state_diff(r.state, r2.state)
+        if _root_name(k) not in names and (k.endswith(".grad") or k not in r.state or r.state[k].storage not in aliased)
+    ]
+    c.v.log.append(f"line {line}: tensors the alias write changed, beyond the written storage: {leaked}")
+    if not leaked:
+        c.problem(line, exp, "`.detach().clone()` changes no tensor beyond the one written: "
+                             "no write through a `.detach()` alias reached a later reader")
+        return
+    without = neutralise(base, {line})
+    r3 = c.run(without, snapshot=True)
+    if not _clean(c, exp, line, r3, "with the line neutralised, the program"):
+        return
+    r4 = c.run(detach_to_clone(without), snapshot=True)
+    if not _clean(c, exp, line, r4, "with the line neutralised and `.detach().clone()`, the program"):
+        return
+    elsewhere = [k for k in state_diff(r3.state, r4.state) if k in leaked]
+    if elsewhere:
+        c.problem(line, exp, f"without this line, `.detach().clone()` still changes {elsewhere}: "
+                             "another write through a `.detach()` alias does it")
+
+
+def _check_no_gradient(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written"):
+        return
+    fixed = strip_detach(base, line)
+    r2 = c.run(fixed, snapshot=True)
+    c.v.log.append(f"line {line} as `{fixed.splitlines()[line - 1].strip()}`: {r2.describe()}")
+    if not _clean(c, exp, line, r2, "with `.data`/`.detach()` removed from the line, the program"):
+        return
+    changed = grad_diff(r.state, r2.state)
+    c.v.log.append(f"line {line}: gradients the line cuts off: {changed}")
+    if not changed:
+        c.problem(line, exp, "removing `.data`/`.detach()` from the line changes no leaf gradient: "
+                             "it cut no gradient path")
+
+
+def _check_trains_nothing(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written (the re-wrap silences the error)"):
+        return
+    names = _names_on(base, line)
+    leaves = [k for k, s in r.state.items() if s.requires_grad and s.is_leaf and _root_name(k) not in names]
+    trained = [k for k in leaves if not _zero_grad(r.state[k].grad)]
+    if not leaves:
+        c.problem(line, exp, "no requires-grad leaf or parameter in the final globals to check")
+    elif trained:
+        c.problem(line, exp, f"gradient reached {trained}: the loss does train something")
+    r2 = c.run(neutralise(base, {line}))
+    c.v.log.append(f"line {line} neutralised: {r2.describe()}")
+    if r2.exc is None or not exp.matches(r2.exc):
+        got = "ran clean" if r2.exc is None else r2.describe()
+        c.problem(line, exp, f"without the line expected {exp.describe()} (the error it silences), but it {got}")
+
+
+def _check_legacy_noop(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, line, r, "the program as written"):
+        return
+    fixed = unwrap_variable(base, line)
+    r2 = c.run(fixed, snapshot=True)
+    if not _clean(c, exp, line, r2, "without `Variable(...)`, the program"):
+        return
+    diff = state_diff(r.state, r2.state, requires_grad=True)
+    if diff:
+        c.problem(line, exp, f"`Variable(...)` is not a no-op here; without it these differ: {diff}")
+
+
+CHECKS = {
+    "raises_here": _check_raises,
+    "raises_later": _check_raises,
+    "warns_here": _check_warns_here,
+    "silent_corruption": _check_silent_corruption,
+    "equivalent_fix": _check_equivalent_fix,
+    "silent_change": _check_silent_change,
+    "no_gradient": _check_no_gradient,
+    "trains_nothing": _check_trains_nothing,
+    "legacy_noop": _check_legacy_noop,
+}
+assert set(CHECKS) == set(MODES)
+
+
 def verify_source(source: str, path: str | Path) -> Verdict:
     """Check ``source``'s annotations against torch; the verdict lists every problem."""
     path = str(path)
-    expectations = parse_expectations(source)
-    v = Verdict(path, expectations)
-    unknown = sorted({c for codes in expectations.values() for c in codes} - EXPECTATIONS.keys())
+    annotations = parse_annotations(source)
+    v = Verdict(path, parse_expectations(source), annotations)
+    unknown = sorted({k for keys in annotations.values() for k in keys} - EXPECTATIONS.keys())
     if unknown:
         v.problems.append(f"unknown code(s) {unknown}; the oracle knows {sorted(EXPECTATIONS)}")
         return v
-    src_lines = source.splitlines()
+    c = _Ctx(v, source, path)
 
-    if not expectations:
-        r = run_source(source, path)
+    if not annotations:
+        r = c.run(source)
         v.log.append(f"near-miss: {r.describe()}")
         if r.exc is not None:
             v.problems.append(f"near-miss must run clean but {r.describe()}")
+        for w in r.own_warnings:
+            v.problems.append(f"near-miss must run without warnings, but torch warned: {w.describe()}")
+        _check_no_hidden_data_corruption(c, source, "near-miss")
         return v
 
-    annotated = set(expectations)
+    annotated = set(annotations)
     for line in sorted(annotated):
         try:
-            variant = neutralise(source, annotated - {line})
+            base = apply_fixes(source, annotations, annotated - {line})
+            r = c.run(base)
+            v.log.append(f"line {line} only ({c.text(line)}): {r.describe()}")
+            for key in sorted(annotations[line]):
+                exp = EXPECTATIONS[key]
+                CHECKS[exp.mode](c, exp, base, line)
         except (OracleError, SyntaxError) as e:
-            v.problems.append(f"cannot neutralise: {e}")
+            v.problems.append(f"cannot rewrite the program: {e}")
             return v
-        r = run_source(variant, path)
-        text = src_lines[line - 1].strip() if line - 1 < len(src_lines) else ""
-        v.log.append(f"line {line} only ({text}): {r.describe()}")
-        for code in sorted(expectations[line]):
-            exp = EXPECTATIONS[code]
-            if r.exc is None:
-                v.problems.append(f"line {line} [{code}]: expected {exp.describe()}, but the program ran clean")
-            elif not exp.matches(r.exc):
-                v.problems.append(f"line {line} [{code}]: expected {exp.describe()}, but it {r.describe()}")
-            elif exp.mode == "raises_here" and r.frame_line != line:
-                v.problems.append(
-                    f"line {line} [{code}]: the expected error was raised at line {r.frame_line}, not at line {line}"
-                )
 
     try:
-        clean = neutralise(source, annotated)
+        clean = apply_fixes(source, annotations, annotated)
     except (OracleError, SyntaxError) as e:
-        v.problems.append(f"cannot neutralise: {e}")
+        v.problems.append(f"cannot rewrite the program: {e}")
         return v
-    r = run_source(clean, path)
-    v.log.append(f"all annotated lines neutralised: {r.describe()}")
+    r = c.run(clean)
+    v.log.append(f"all annotated lines fixed: {r.describe()}")
     if r.exc is not None:
-        v.problems.append(f"with every annotated line neutralised the program must run clean, but it {r.describe()}")
+        v.problems.append(
+            f"with every annotated line fixed (neutralised or rewritten) the program must run clean, "
+            f"but it {r.describe()}"
+        )
+    for w in r.own_warnings:
+        v.problems.append(f"with every annotated line fixed torch must not warn, but it did: {w.describe()}")
+    if r.exc is None:
+        _check_no_hidden_data_corruption(c, clean, "with every annotated line fixed, the program")
     return v
+
+
+def _check_no_hidden_data_corruption(c: _Ctx, source: str, what: str) -> None:
+    """A ``.data`` write into a saved tensor is silent, so a clean run proves nothing: with
+    every ``.data`` read made ``.detach()`` the program must still run clean."""
+    if ".data" not in source:
+        return
+    try:
+        detached = data_to_detach(source)
+    except (OracleError, SyntaxError) as e:
+        c.v.problems.append(f"cannot rewrite the program: {e}")
+        return
+    r = c.run(detached)
+    c.v.log.append(f"{what} with .data -> .detach(): {r.describe()}")
+    if r.exc is not None:
+        c.v.problems.append(f"{what} must also run clean with `.data` -> `.detach()` (else a `.data` write "
+                            f"silently corrupts a saved tensor: an unannotated GG301), but it {r.describe()}")
 
 
 def verify_file(path: str | Path) -> Verdict:

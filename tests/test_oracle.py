@@ -47,7 +47,10 @@ def test_fixture_proven_by_torch(path: Path) -> None:
     assert codes <= {path.parent.name}, f"{_rel(path)}: annotations {codes} outside its folder's code"
 
 
-MINIMUM_BUGS = {"GG101": 11, "GG102": 7, "GG201": 22, "GG202": 5, "GG203": 3}
+MINIMUM_BUGS = {
+    "GG101": 11, "GG102": 7, "GG201": 22, "GG202": 5, "GG203": 3,
+    "GG301": 5, "GG302": 5, "GG303": 3, "GG304": 4, "GG305": 3, "GG306": 3, "GG307": 2, "GG308": 2,
+}
 MINIMUM_NEAR_MISSES = 18
 
 
@@ -265,3 +268,318 @@ def test_register_rejects_unknown_mode() -> None:
     with pytest.raises(ValueError):
         register(Expectation("GG991", "raises_sometimes", RuntimeError, "x"))
     assert "GG991" not in EXPECTATIONS
+
+
+# --------------------------------------------------------------------------- GG3xx: annotations with variants
+
+
+def test_parse_annotations_keeps_variant_and_expectations_drop_it() -> None:
+    src = textwrap.dedent(
+        """\
+        a = 1  # expect: GG304[trains_nothing]
+        b = 2  # expect: GG304[trains_nothing], GG305
+        c = 3  # expect: GG306, GG308[legacy_noop]
+        """
+    )
+    assert oracle.parse_annotations(src) == {
+        1: {"GG304[trains_nothing]"}, 2: {"GG304[trains_nothing]", "GG305"}, 3: {"GG306", "GG308[legacy_noop]"},
+    }
+    assert parse_expectations(src) == {1: {"GG304"}, 2: {"GG304", "GG305"}, 3: {"GG306", "GG308"}}
+
+
+def test_every_new_code_and_variant_is_registered() -> None:
+    for key, mode in {
+        "GG301": "silent_corruption", "GG302": "equivalent_fix", "GG303": "silent_change",
+        "GG304": "raises_here", "GG304[trains_nothing]": "trains_nothing", "GG305": "warns_here",
+        "GG306": "raises_here", "GG306[raises_later]": "raises_later", "GG306[no_gradient]": "no_gradient",
+        "GG307": "no_gradient", "GG308": "warns_here", "GG308[legacy_noop]": "legacy_noop",
+    }.items():
+        assert EXPECTATIONS[key].mode == mode and EXPECTATIONS[key].key == key
+
+
+def test_unknown_variant_fails() -> None:
+    v = verify_source("import torch\nx = 1  # expect: GG304[bogus]\n", FAKE_PATH)
+    assert not v.ok and "unknown code" in v.problems[0]
+
+
+def test_register_rejects_bad_variant_and_fix() -> None:
+    with pytest.raises(ValueError):
+        register(Expectation("GG992", "raises_here", RuntimeError, "x", variant="Bad-Name"))
+    with pytest.raises(ValueError):
+        register(Expectation("GG992", "raises_here", RuntimeError, "x", fix="teleport"))
+    assert not any(k.startswith("GG992") for k in EXPECTATIONS)
+
+
+# --------------------------------------------------------------------------- GG3xx: rewrites
+
+
+def _same_shape(a: str, b: str) -> None:
+    assert a.count("\n") == b.count("\n")
+    compile(b, "x", "exec")
+
+
+def test_data_to_detach() -> None:
+    src = "a = x.data\nx.data[0] = 1\nx.data.mul_(2)\nx.data *= k  # c\nx.data = y\nz = p.grad.data.sum()\n"
+    out = oracle.data_to_detach(src)
+    _same_shape(src, out)
+    assert out.splitlines() == [
+        "a = x.detach()", "x.detach()[0] = 1", "x.detach().mul_(2)", "x.detach().__imul__(k)  # c",
+        "x.data = y", "z = p.grad.detach().sum()",
+    ]
+
+
+def test_nograd_rewrite() -> None:
+    src = (
+        "for p in ps:\n    p.data.clamp_(-c, c)  # expect: GG302\n"
+        "m.w.data = m.w.data * mask\nq.data -= lr * q.grad.data\n"
+    )
+    assert oracle.nograd_rewrite(src, 2).splitlines()[1] == "    with torch.no_grad(): p.clamp_(-c, c)  # expect: GG302"
+    assert oracle.nograd_rewrite(src, 3).splitlines()[2] == "with torch.no_grad(): m.w.copy_(m.w * mask)"
+    assert oracle.nograd_rewrite(src, 4).splitlines()[3] == "with torch.no_grad(): q -= lr * q.grad"
+    for line in (2, 3, 4):
+        _same_shape(src, oracle.nograd_rewrite(src, line))
+    with pytest.raises(oracle.OracleError):
+        oracle.nograd_rewrite("a = 1; p.data.zero_()\n", 1)  # not alone on its line
+    with pytest.raises(oracle.OracleError):
+        oracle.nograd_rewrite("p.zero_()\n", 1)  # no .data
+
+
+def test_strip_detach_unwrap_variable_and_clone_variants() -> None:
+    src = "loss = a + f(b.detach()) + c.data.sum()\nh.detach_()\nx = Variable(t, requires_grad=True, volatile=False)\n"
+    assert oracle.strip_detach(src, 1).splitlines()[0] == "loss = a + f(b) + c.sum()"
+    assert oracle.strip_detach(src, 2).splitlines()[1] == "h"
+    assert oracle.unwrap_variable(src, 3).splitlines()[2] == "x = (t).requires_grad_(True)"
+    assert oracle.detach_to_clone(src).splitlines()[0] == "loss = a + f(b.detach().clone()) + c.data.sum()"
+    assert oracle.data_clone_variant("p.data.add_(g.data)\n", 1) == "p.data.clone().add_(g.data.clone())\n"
+    with pytest.raises(oracle.OracleError):
+        oracle.strip_detach(src, 3)
+    with pytest.raises(oracle.OracleError):
+        oracle.unwrap_variable(src, 1)
+
+
+# --------------------------------------------------------------------------- GG3xx: every mode accepts / rejects
+
+GOOD = {
+    # silent_corruption: the seed through a .data alias
+    "GG301": """\
+import torch
+x = torch.tensor([[1., 2.]])
+w1 = torch.tensor([[2.], [1.]], requires_grad=True)
+w2 = torch.tensor([3.], requires_grad=True)
+d = torch.matmul(x, w1)
+d_ = d.data
+f = torch.matmul(d, w2)
+d_[:] = 1  # expect: GG301
+f.backward()
+""",
+    # equivalent_fix
+    "GG302": """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+lin = nn.Linear(3, 2)
+lin.bias.data.fill_(-4.6)  # expect: GG302
+x = torch.randn(4, 3, requires_grad=True)
+loss = lin(x).sum()
+loss.backward()
+for p in lin.parameters():
+    p.data.add_(p.grad, alpha=-0.1)  # expect: GG302
+""",
+    # silent_change
+    "GG303": """\
+import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+h = w * 2
+c = h.detach()
+c.zero_()  # expect: GG303
+y = (h * w).sum()
+y.backward()
+""",
+    # raises_here
+    "GG304": """\
+import torch
+w = torch.ones(3, requires_grad=True)
+with torch.no_grad():
+    loss = (w * 2).sum()
+loss.backward()  # expect: GG304
+""",
+    # trains_nothing
+    "GG304[trains_nothing]": """\
+import torch
+torch.manual_seed(0)
+lin = torch.nn.Linear(3, 1)
+with torch.no_grad():
+    out = lin(torch.randn(4, 3))
+loss = out.pow(2).mean()
+loss = torch.tensor(loss.item(), requires_grad=True)  # expect: GG304[trains_nothing]
+loss.backward()
+""",
+    # warns_here
+    "GG305": """\
+import torch
+w = torch.ones(3, requires_grad=True)
+h = w * 2
+h.sum().backward()
+print(w.grad)
+print(h.grad)  # expect: GG305
+""",
+    "GG306": """\
+import torch
+w = torch.ones(4, requires_grad=True)
+v = (w * 2)[:2]
+v.detach_()  # expect: GG306
+""",
+    "GG306[raises_later]": """\
+import torch
+w = torch.ones(3, requires_grad=True)
+h = w * 2
+y = h * h
+h.detach_()  # expect: GG306[raises_later]
+y.sum().backward()
+""",
+    # no_gradient
+    "GG307": """\
+import torch
+w = torch.ones(3, requires_grad=True)
+b = torch.ones(3, requires_grad=True)
+loss = (w * b).sum() + (w.data ** 2).sum()  # expect: GG307
+loss.backward()
+""",
+    "GG308": """\
+import torch
+from torch.autograd import Variable
+x = Variable(torch.ones(2), volatile=True)  # expect: GG308
+y = x * 2
+""",
+    # legacy_noop
+    "GG308[legacy_noop]": """\
+import torch
+from torch.autograd import Variable
+w = torch.ones(2, requires_grad=True)
+x = Variable(torch.ones(2))  # expect: GG308[legacy_noop]
+(x * w).sum().backward()
+""",
+}
+
+
+@pytest.mark.parametrize("key", sorted(GOOD))
+def test_new_modes_accept_correct_annotations(key: str) -> None:
+    v = verify_source(GOOD[key], FAKE_PATH)
+    assert v.ok, v.report()
+
+
+REJECT = [
+    # GG301 silent_corruption
+    ("GG301", ("d_[:] = 1  # expect: GG301", "d_[:] = 4  # expect: GG301"),
+     "the write changes no value: no gradient differs"),
+    ("GG301", ("d_ = d.data\n", "d_ = d.data.clone()\n"), "a write to a copy corrupts nothing"),
+    ("GG301", ("f = torch.matmul(d, w2)\nd_[:] = 1  # expect: GG301\n",
+               "d_[:] = 1  # expect: GG301\nf = torch.matmul(d, w2)\n"), "write before the op that saves d"),
+    ("GG301", ("d_ = d.data\n", "d_ = d.data  # expect: GG301\n"),
+     "alias line annotated too: cannot be neutralised on its own"),
+    ("GG301", ("# expect: GG301", "# expect: GG302"), "a corrupting write is not GG302: the no_grad fix raises"),
+    ("GG301", ("# expect: GG301", "# expect: GG201"), "torch raises nothing: not GG201"),
+    ("GG301", ("f.backward()\n", "d.data.mul_(3)\nf.backward()\n"), "missing annotation: a second corrupting write"),
+    # GG302 equivalent_fix
+    ("GG302", ("loss.backward()\n", "lin.weight.data.mul_(2)  # expect: GG302\nloss.backward()\n"),
+     "a write into a saved weight: the torch.no_grad() rewrite raises"),
+    ("GG302", ("loss.backward()\n", "print(lin.weight.data.sum())  # expect: GG302\nloss.backward()\n"),
+     "a .data read writes nothing"),
+    ("GG302", ("loss = lin(x).sum()\n", "loss = lin(x).sum()  # expect: GG302\n"), "no .data on the line"),
+    ("GG302", ("lin.bias.data.fill_(-4.6)  # expect: GG302", "lin.bias.data.fill_(-4.6)  # expect: GG301"),
+     "nothing saved: not GG301"),
+    # GG303 silent_change
+    ("GG303", ("c = h.detach()\n", "c = h.detach().clone()\n"), "a write to a copy leaks nothing"),
+    ("GG303", ("h = w * 2\n", "h = w.exp()\n"), "exp saved h: torch raises (GG201, not GG303)"),
+    ("GG303", ("c.zero_()  # expect: GG303\ny = (h * w).sum()\ny.backward()\n",
+               "y = (h * w).sum()\ny.backward()\nc.zero_()  # expect: GG303\n"), "nobody reads h after the write"),
+    ("GG303", ("c.zero_()  # expect: GG303\n", "c.zero_()\nz = w + 1  # expect: GG303\n"),
+     "innocent line, unannotated write"),
+    # GG304 raises_here
+    ("GG304", ("with torch.no_grad():\n    loss = (w * 2).sum()\n", "loss = (w * 2).sum()\n"), "loss has a graph"),
+    ("GG304", ("    loss = (w * 2).sum()\nloss.backward()  # expect: GG304\n",
+               "    loss = (w * 2).sum()  # expect: GG304\nloss.backward()\n"), "raised on another line"),
+    # GG304[trains_nothing]
+    ("GG304[trains_nothing]", ("with torch.no_grad():\n    out = lin(torch.randn(4, 3))\n",
+                               "out = lin(torch.randn(4, 3))\n"), "the loss had a graph: no error was silenced"),
+    ("GG304[trains_nothing]", ("loss = torch.tensor(loss.item(), requires_grad=True)  # expect: GG304[trains_nothing]",
+                               "loss = loss * 1  # expect: GG304[trains_nothing]"),
+     "no re-wrap: the line silences nothing"),
+    ("GG304[trains_nothing]", ("# expect: GG304[trains_nothing]", "# expect: GG304"),
+     "runs clean: not the raising kind"),
+    ("GG304[trains_nothing]", ("with torch.no_grad():\n    out = lin(torch.randn(4, 3))\nloss = out.pow(2).mean()\n",
+                               "out = lin(torch.randn(4, 3))\nloss = out.pow(2).mean() + lin.weight.sum() * 0\n"),
+     "the model would be trained (so nothing was silenced)"),
+    ("GG304[trains_nothing]", ("loss.backward()\n", "loss.backward()\nlin(torch.randn(2, 3)).sum().backward()\n"),
+     "another backward trains the model"),
+    # GG305 warns_here
+    ("GG305", ("print(w.grad)\nprint(h.grad)  # expect: GG305\n", "print(w.grad)  # expect: GG305\nprint(h.grad)\n"),
+     "a leaf's .grad; and the real read is unannotated"),
+    ("GG305", ("h.sum().backward()\n", "h.retain_grad()\nh.sum().backward()\n"), "retain_grad(): no warning"),
+    ("GG305", ("print(h.grad)  # expect: GG305\n", "g = h.grad  # expect: GG305\nprint(g * 2)\n"),
+     "the program fails on another line"),
+    ("GG305", ("print(h.grad)  # expect: GG305\n", "print(h.grad)\n"), "missing annotation: the fixed run warns"),
+    # GG306 raises_here / raises_later
+    ("GG306", ("v = (w * 2)[:2]\n", "v = w * 2\n"), "not a view: detach_() is allowed"),
+    ("GG306", ("# expect: GG306\n", "# expect: GG306[raises_later]\n"), "raised at once, with the other message"),
+    ("GG306[raises_later]", ("h.detach_()  # expect: GG306[raises_later]\ny.sum().backward()\n",
+                             "y.sum().backward()\nh.detach_()  # expect: GG306[raises_later]\n"),
+     "detach_ after backward"),
+    ("GG306[raises_later]", ("# expect: GG306[raises_later]", "# expect: GG306[no_gradient]"),
+     "it raises: not a silent missing gradient"),
+    # GG307 no_gradient
+    ("GG307", ("loss = (w * b).sum() + (w.data ** 2).sum()  # expect: GG307\n",
+               "loss = (w * b).sum()\nlogged = loss.detach()  # expect: GG307\n"), "a logged detach cuts nothing"),
+    ("GG307", ("loss = (w * b).sum() + (w.data ** 2).sum()  # expect: GG307\n",
+               "reg = (w.data ** 2).sum()  # expect: GG307\nloss = (w * b).sum()\n"),
+     "term not in the backpropagated loss"),
+    ("GG307", ("loss = (w * b).sum() + (w.data ** 2).sum()  # expect: GG307\n",
+               "loss = (w * b).sum() + (w ** 2).sum()  # expect: GG307\n"), "nothing to remove"),
+    # GG308 warns_here / legacy_noop
+    ("GG308", (", volatile=True)", ")"), "no volatile: no warning"),
+    ("GG308[legacy_noop]", ("x = Variable(torch.ones(2))", "x = Variable(w * 2)"),
+     "Variable() of a tensor with history detaches it: not a no-op"),
+    ("GG308[legacy_noop]", ("x = Variable(torch.ones(2))  # expect: GG308[legacy_noop]\n",
+                            "x = Variable(torch.ones(2))\ny = x + 0  # expect: GG308[legacy_noop]\n"),
+     "no Variable on the line"),
+]
+
+
+@pytest.mark.parametrize("key, mutation, why", REJECT, ids=[f"{k}: {w}" for k, _, w in REJECT])
+def test_new_modes_reject_wrong_annotations(key: str, mutation: tuple[str, str], why: str) -> None:
+    old, new = mutation
+    good = GOOD[key]
+    assert old in good, old
+    bad = good.replace(old, new, 1)
+    assert bad != good
+    v = verify_source(bad, FAKE_PATH)
+    assert not v.ok, f"oracle accepted a wrong annotation ({why}):\n{v.report()}"
+
+
+def test_near_miss_that_warns_fails() -> None:
+    src = "import torch\nw = torch.ones(2, requires_grad=True)\nh = w * 2\nh.sum().backward()\nprint(h.grad)\n"
+    v = verify_source(src, FAKE_PATH)
+    assert not v.ok and "must run without warnings" in v.problems[0], v.report()
+    assert "not a leaf Tensor" in v.problems[0]
+
+
+def test_near_miss_with_silent_data_corruption_fails() -> None:
+    src = GOOD["GG301"].replace("  # expect: GG301", "")
+    assert not parse_expectations(src)
+    v = verify_source(src, FAKE_PATH)
+    assert not v.ok and "`.data` -> `.detach()`" in v.problems[0], v.report()
+
+
+def test_run_records_warnings_and_final_tensors() -> None:
+    src = (
+        "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 1)\nw = torch.ones(2, requires_grad=True)\n"
+        "h = w * 2\nh.sum().backward()\nh.grad\nxs = [w]\n"
+    )
+    r = run_source(src, FAKE_PATH, snapshot=True)
+    assert r.exc is None
+    assert [(w.lineno, w.category) for w in r.own_warnings] == [(7, UserWarning)]
+    assert {"m.weight", "m.bias", "w", "h", "xs[0]"} <= r.state.keys()
+    assert r.state["h"].grad is None and not r.state["h"].is_leaf
+    assert torch.equal(r.state["w"].grad, torch.full((2,), 2.0))
+    assert r.state["w"].storage == r.state["xs[0]"].storage
