@@ -23,7 +23,8 @@ from gradguard.expressions import (
     tri_of,
 )
 from gradguard.events import InplaceWrite
-from gradguard.facts import TensorFacts, Tri
+from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
 from gradguard.values import (
@@ -560,11 +561,16 @@ class Interpreter(ExpressionEvaluator):
     def _class_def(self, node: cst.ClassDef, st: State) -> State:
         is_module = False
         inherited: list[ClassInfo] = []
+        layer_parameters: list[str] = []
+        layer = ""
         for base in node.bases:
             value = self.evaluate(base.value, st)
-            if isinstance(value, Ref) and value.qualname.rpartition(".")[2] == "Module" \
-                    and value.qualname.startswith("torch.nn"):
-                is_module = True
+            name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
+            if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (
+                    name == "Module" or name in TORCH.nn_module_classes):
+                is_module = True  # a subclass of a layer inherits its parameters
+                layer_parameters += TORCH.module_parameters.get(name, [])
+                layer = layer or (name if name != "Module" else "")
             elif isinstance(value, ClassVal):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
@@ -573,6 +579,11 @@ class Interpreter(ExpressionEvaluator):
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)
         self_value = Instance(info, ("self", id(node)))
+        for parameter in layer_parameters:
+            obj = (self_value.obj, parameter)
+            info.attrs[parameter] = TensorRef(obj)
+            info.heap[obj] = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.YES, grad_origin=Origin(
+                node, f"a parameter inherited from `nn.{layer}`"))
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"

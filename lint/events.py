@@ -41,6 +41,7 @@ class Mutation:
     parameter_update: bool  # an optimizer step or a write to a parameter
     aliased: bool = False  # written through another tensor sharing the storage
     silent: bool = False  # written through ``.data``: no counter moves, the gradient is wrong
+    detach: bool = False  # not a write: ``detach_()`` of a tensor saved as an input
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,13 @@ class DetachInplace:
 
 @dataclass(frozen=True)
 class DroppedTerm:
-    """A loss that is backpropagated holds a term read through .data/.detach()."""
+    """A backpropagated tensor's graph was cut: a term read through .data/.detach()
+    (``kind`` "term") or a ``detach_()`` of a tensor whose graph was still live
+    (``kind`` "detach_")."""
 
     term_node: cst.CSTNode
     backward_node: cst.CSTNode
+    kind: str
 
 
 @dataclass(frozen=True)

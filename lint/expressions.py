@@ -193,7 +193,7 @@ class ExpressionEvaluator(SavedTensors):
                 why = why or facts.why_no_grad
                 dropped |= facts.dropped_terms
                 if producer not in SNAPSHOTS and self.cut_parameter(st, value):
-                    dropped |= {node}
+                    dropped |= {(node, "term")}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
         requires_grad = requires_grad & st.grad
@@ -248,7 +248,8 @@ class ExpressionEvaluator(SavedTensors):
         return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
 
     def cut_parameter(self, st: State, value: TensorRef) -> bool:
-        """A parameter read through ``.data`` or ``.detach()`` (its gradient is cut)."""
+        """A parameter read through ``.data`` or ``.detach()``. (An activation read so is
+        usually a deliberate stop-gradient: a target, SimSiam's ``z.detach()``.)"""
         facts = self.facts(st, value)
         if not (facts.untracked or facts.producer == "detach") or facts.base is None:
             return False
@@ -724,12 +725,19 @@ class ExpressionEvaluator(SavedTensors):
             return tensor
         if name == "detach_":
             facts = self.facts(st, tensor)
+            text = source_text(receiver_node)
             self.dispatch("detach_inplace", DetachInplace(
-                node, source_text(receiver_node),
-                is_view=facts.base is not None and not facts.untracked))
+                node, text, is_view=facts.base is not None and not facts.untracked))
+            # An op that saved it as an input cannot use it any more (GG306 at backward)...
+            self.write_to_saved(st, node, self.counter_of(st, tensor.obj), text,
+                                "`detach_()`", False, tensor.obj, detach=True)
+            # ...and every later use is cut from the graph it had, if that was still live.
+            cut = frozenset({(node, "detach_")}) if facts.is_leaf is Tri.NO \
+                and facts.saves & st.saves else frozenset()
             st.heap[tensor.obj] = facts.evolve(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None,
-                why_no_grad=Origin(node, "detached by `detach_()`"))
+                why_no_grad=Origin(node, "detached by `detach_()`"),
+                dropped_terms=facts.dropped_terms | cut)
             return tensor
         if name == "retain_grad":
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)

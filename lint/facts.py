@@ -79,8 +79,9 @@ class TensorFacts:
     # A new leaf wrapped around a value cut from its graph (``torch.tensor(loss.item(),
     # requires_grad=True)``): backward through it reaches nothing.
     rewrapped: Optional[Origin] = None
-    # Terms read through ``.data``/``.detach()`` of a parameter that went into it: they
-    # add to the value but contribute no gradient. Nodes of those terms.
+    # Where its graph was cut: (node, "term") for a term that read a parameter through
+    # ``.data``/``.detach()`` (it adds to the value, not to the gradient), (node,
+    # "detach_") for a ``detach_()`` of a tensor whose graph was still live.
     dropped_terms: frozenset = frozenset()
 
     def join(self, other: "TensorFacts") -> "TensorFacts":

@@ -139,16 +139,19 @@ class SavedTensors:
     # ----------------------------------------------------------------- writing
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
-                       target: Optional[Hashable] = None, silent: bool = False) -> None:
+                       target: Optional[Hashable] = None, silent: bool = False,
+                       detach: bool = False) -> None:
         """A write moved the version counter of ``written`` (through the object
         ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
             return
-        hits = [save for save in st.saves if self.covers(written, save.storage)]
+        hits = [save for save in st.saves if self.covers(written, save.storage)
+                and not (detach and save.key[1] == "result")]  # detach_ spares saved outputs
         if hits:
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
-                         aliased=target is not None and target != save.storage, silent=silent)
+                         aliased=target is not None and target != save.storage, silent=silent,
+                         detach=detach)
                 for save in hits)
 
     # ----------------------------------------------------------------- backward
@@ -162,8 +165,8 @@ class SavedTensors:
                     node, self.labels.get(root.obj, "the tensor"), facts.why_no_grad,
                     facts.rewrapped))
             elif facts.requires_grad is Tri.YES:
-                for term in sorted(facts.dropped_terms, key=id):
-                    self.dispatch("dropped_term", DroppedTerm(term, node))
+                for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
+                    self.dispatch("dropped_term", DroppedTerm(term, node, kind))
         needed = frozenset().union(*(self.facts(st, root).saves for root in roots))
         for mutation in sorted(st.mutations, key=_order):
             if mutation.save in needed:

@@ -52,7 +52,7 @@ class SavedTensorInplace(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.parameter_update or mutation.silent:
+        if mutation.parameter_update or mutation.silent or mutation.detach:
             return  # GG202, GG301
         save = mutation.save
         line = self.line_of(save.node)

@@ -49,7 +49,7 @@ class ParameterUpdateBeforeBackward(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if not mutation.parameter_update or mutation.silent:
+        if not mutation.parameter_update or mutation.silent or mutation.detach:
             return  # GG201, GG301
         save = mutation.save
         who = mutation.operation if mutation.operation.endswith(".step()`") \

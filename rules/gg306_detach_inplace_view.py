@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from gradguard.events import DetachInplace
+from gradguard.events import DetachInplace, DroppedTerm, SavedTensorMutated
 from gradguard.rules.base import Rule, quote
 
 
 class DetachInplaceView(Rule):
     """## What it does
-    Finds ``detach_()`` on a view (``x[0].detach_()``, ``y = x.view(-1); y.detach_()``).
+    Finds ``detach_()`` where it breaks something:
+    - on a view (``x[0].detach_()``, ``y = x.view(-1); y.detach_()``);
+    - on a tensor that an op saved as its input, before the backward that needs it;
+    - on a tensor whose graph was not backpropagated yet, when a later backward uses it
+      (the layers before it get no gradient from any later loss).
 
     ## Why is this bad?
     A view cannot be detached in place: torch raises ``RuntimeError: Can't detach views
-    in-place. Use detach() instead.``
+    in-place. Use detach() instead.`` A saved input detached in place makes backward raise
+    "Trying to use a saved tensor that has been detached in-place". Otherwise nothing
+    raises: the tensor simply leaves its graph for every later reader, so a loss meant to
+    train the layers that produced it trains nothing there.
 
     ## Example
     ```python
@@ -31,8 +38,8 @@ class DetachInplaceView(Rule):
     """
 
     code = "GG306"
-    name = "detach-inplace-view"
-    summary = "detach_() on a view"
+    name = "detach-inplace"
+    summary = "detach_() on a view, on a saved input, or on a graph a later backward needs"
 
     def on_detach_inplace(self, event: DetachInplace) -> None:
         if event.is_view:
@@ -40,4 +47,24 @@ class DetachInplaceView(Rule):
                 event.node,
                 f"`detach_()` on {quote(event.tensor_text)}, a view: torch raises \"Can't detach "
                 "views in-place\"; use `.detach()` and rebind the name",
+            )
+
+    def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
+        mutation = event.mutation
+        if mutation.detach:
+            self.report(
+                mutation.node,
+                f"`detach_()` on {quote(mutation.target_text)}, which {quote(mutation.save.op)} "
+                f"saved as an input (line {self.line_of(mutation.save.node)}): the backward at "
+                f"line {self.line_of(event.backward_node)} raises. Use `.detach()` where the "
+                "detached value is needed",
+            )
+
+    def on_dropped_term(self, event: DroppedTerm) -> None:
+        if event.kind == "detach_":
+            self.report(
+                event.term_node,
+                "`detach_()` cuts this tensor from its graph for every later use: the backward "
+                f"at line {self.line_of(event.backward_node)} gives the layers before it no "
+                "gradient. Use `.detach()` only where the stop is wanted",
             )

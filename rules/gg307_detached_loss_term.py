@@ -37,6 +37,8 @@ class DetachedLossTerm(Rule):
     summary = "loss term reads a parameter through `.data`/`.detach()`: no gradient from it"
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
+        if event.kind != "term":
+            return  # a detach_() cut: GG306
         self.report(
             event.term_node,
             "this term reads a parameter through `.data`/`.detach()`, so it adds to the loss "

@@ -35,7 +35,22 @@ def test_there_are_fixtures() -> None:
     assert FIXTURES, f"no fixtures under {FIXTURES_DIR}"
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[_rel(p) for p in FIXTURES])
+# Bugs torch proves that gradguard knowingly misses, each with the reason. Strict: the
+# day the linter catches one, its test fails until the entry is removed.
+KNOWN_MISSES = {
+    "GG307/bug_generator_l1_on_detached_fake.py":
+        "GG307 covers parameters read through .data/.detach(); an activation read so is "
+        "usually a deliberate stop-gradient (a target, SimSiam's z.detach()), and telling "
+        "pix2pix's mistake from those needs more than the graph shows",
+}
+
+
+def _marks(path: Path):
+    reason = KNOWN_MISSES.get(path.relative_to(FIXTURES_DIR).as_posix())
+    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_marks(p), id=_rel(p)) for p in FIXTURES])
 def test_linter_matches_annotations(path: Path) -> None:
     source = path.read_bytes()
     lines = source.decode("utf-8").splitlines()
