@@ -27,6 +27,7 @@ from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
+from gradguard.walk import child_nodes, walk
 from gradguard.values import (
     NUMBER,
     UNKNOWN,
@@ -181,7 +182,7 @@ class Interpreter(ExpressionEvaluator):
             if handler is not None:
                 st = handler(statement, st)
             else:  # assert, global, nonlocal, pass, type alias
-                for child in statement.children:
+                for child in child_nodes(statement):
                     if isinstance(child, cst.BaseExpression):
                         self.evaluate(child, st)
         return st
@@ -231,10 +232,11 @@ class Interpreter(ExpressionEvaluator):
             if attr == "requires_grad":
                 self.set_requires_grad(st, owner, tri_of(value), node, "`requires_grad = True`")
             elif attr == "data" and "inplace_write" in self.handlers:
+                written = self.attribute_of(st, owner, "data", target, None)  # the .data view
                 self.dispatch("inplace_write", InplaceWrite(
-                    node=node, target_text=source_text(target.value), target=self.facts(st, owner),
-                    root=None, root_text=None, operation="assignment to `.data`",
-                    grad_enabled=st.grad, through_data=True))
+                    node=node, target_text=source_text(target.value), target=self.facts(st, written),
+                    root=self.facts(st, owner), root_text=source_text(target.value),
+                    operation="assignment to `.data`", grad_enabled=st.grad, through_data=True))
             return  # ``.grad = ...``: nothing to track
         path = dotted(target)
         if path is None:
@@ -529,9 +531,7 @@ class Interpreter(ExpressionEvaluator):
         """Whether a function can write a tensor or run a backward (worth following)."""
         key = id(function)
         if key not in self._writes_cache:
-            finder = _WriteFinder()
-            function.body.visit(finder)
-            self._writes_cache[key] = finder.found
+            self._writes_cache[key] = _may_write(function)
         return self._writes_cache[key]
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
@@ -644,28 +644,25 @@ def _objects_in(value: Value) -> list:
     return []
 
 
-class _WriteFinder(cst.CSTVisitor):
-    """Finds syntax that may write a tensor or run a backward: augmented or item
-    assignment, ``.data`` assignment, a call of ``x.<name>_()``, ``backward``, ``step``,
+def _may_write(function: cst.FunctionDef) -> bool:
+    """Whether a function's syntax may write a tensor or run a backward: augmented or
+    item assignment, ``.data`` assignment, ``x.<name>_()``, ``backward``, ``step``,
     ``inplace=True``."""
-
-    found = False
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.found = True
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Subscript) or (
-                isinstance(node.target, cst.Attribute) and node.target.attr.value == "data"):
-            self.found = True
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute):
-            name = node.func.attr.value
-            if (name.endswith("_") and not name.startswith("_")) or name in ("backward", "step"):
-                self.found = True
-        if any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args):
-            self.found = True
+    for node in walk(function.body):
+        if isinstance(node, cst.AugAssign):
+            return True
+        if isinstance(node, cst.AssignTarget) and (
+                isinstance(node.target, cst.Subscript) or (
+                    isinstance(node.target, cst.Attribute) and node.target.attr.value == "data")):
+            return True
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute):
+                name = node.func.attr.value
+                if (name.endswith("_") and not name.startswith("_")) or name in ("backward", "step"):
+                    return True
+            if any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args):
+                return True
+    return False
 
 
 def _carries_evidence(value: Value) -> bool:
@@ -734,57 +731,43 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
     owner = params[0].name.value
     found = set()
 
-    class Finder(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                self._add(target.target)
+    def add(target) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._add(node.target)
-
-        def _add(self, target) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                    and target.value.value == owner:
-                found.add(target.attr.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._add(element.value)
-
-    method.body.visit(Finder())
+    for node in walk(method.body, prune=_is_expression):  # assignments are statements
+        if isinstance(node, cst.AssignTarget):
+            add(node.target)
+        elif isinstance(node, cst.AnnAssign):
+            add(node.target)
     return found
 
 
 def _returned_tuple_length(function: cst.FunctionDef) -> int:
     """n when every ``return`` in the function returns an n-tuple literal, else 1."""
-    lengths = set()
-
-    class Finder(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function  # not into nested functions
-
-        def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
-            lengths.add(len(value.elements) if isinstance(value, cst.Tuple) else 1)
-
-    function.visit(Finder())
+    lengths = {len(node.value.elements) if isinstance(node.value, cst.Tuple) else 1
+               for node in walk(function.body, prune=_is_scope)
+               if isinstance(node, cst.Return)}
     return lengths.pop() if len(lengths) == 1 else 1
+
+
+def _is_expression(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.BaseExpression)
+
+
+def _is_scope(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
 
 
 def _pattern_names(pattern) -> list[str]:
     names = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_MatchAs(self, node: cst.MatchAs) -> None:
-            if node.name is not None:
-                names.append(node.name.value)
-
-        def visit_MatchStar(self, node: cst.MatchStar) -> None:
-            if node.name is not None:
-                names.append(node.name.value)
-
-        def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
-            if node.rest is not None:
-                names.append(node.rest.value)
-
-    pattern.visit(Finder())
+    for node in walk(pattern):
+        if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+            names.append(node.name.value)
+        elif isinstance(node, cst.MatchMapping) and node.rest is not None:
+            names.append(node.rest.value)
     return names

@@ -25,6 +25,7 @@ from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.saved import PARAMS, SavedTensors
 from gradguard.state import State
+from gradguard.walk import child_nodes
 from gradguard.values import (
     NUMBER,
     UNKNOWN,
@@ -144,11 +145,11 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(node, cst.BaseComp):
             self.comprehension(node, st)
             return UNKNOWN
-        for child in node.children:  # evaluate what is inside for its effects
+        for child in child_nodes(node):  # evaluate what is inside for its effects
             if isinstance(child, cst.BaseExpression):
                 self.evaluate(child, st)
             elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
-                for grandchild in child.children:
+                for grandchild in child_nodes(child):
                     if isinstance(grandchild, cst.BaseExpression):
                         self.evaluate(grandchild, st)
         return UNKNOWN
