@@ -751,7 +751,8 @@ class ExpressionEvaluator(SavedTensors):
             create = self.keyword(node, args, "create_graph")
             if len(positional) > 1:
                 retain = args[1]
-            self.run_backward(st, node, [tensor], _retains(retain, create))
+            self.run_backward(st, node, [tensor], _retains(retain, create),
+                              source_text(receiver_node))
             return Const(None)
         if name == "detach":
             return self.new_tensor(st, id(node), TensorFacts(
@@ -834,7 +835,8 @@ class ExpressionEvaluator(SavedTensors):
             retain = self.keyword(node, args, "retain_graph")
             create = self.keyword(node, args, "create_graph")
             roots = arg0.items if isinstance(arg0, Seq) else [arg0]
-            self.run_backward(st, node, roots, _retains(retain, create))
+            self.run_backward(st, node, roots, _retains(retain, create),
+                              source_text(node.args[0].value) if node.args else "the tensor")
             return UNKNOWN
         if qualname == "torch.autograd.graph.allow_mutation_on_saved_tensors":
             return AllowMutation()

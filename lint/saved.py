@@ -156,14 +156,14 @@ class SavedTensors:
 
     # ----------------------------------------------------------------- backward
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
-                     retain: Tri) -> None:
+                     retain: Tri, text: str = "the tensor") -> None:
+        """A backward over ``roots`` (``text``: how the code writes them)."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
         for root in roots:
             facts = self.facts(st, root)
             if facts.requires_grad is Tri.NO or facts.rewrapped is not None:
                 self.dispatch("backward_without_grad", BackwardWithoutGrad(
-                    node, self.labels.get(root.obj, "the tensor"), facts.why_no_grad,
-                    facts.rewrapped))
+                    node, text, facts.why_no_grad, facts.rewrapped))
             elif facts.requires_grad is Tri.YES:
                 for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
                     self.dispatch("dropped_term", DroppedTerm(term, node, kind))
