@@ -1,0 +1,333 @@
+"""The runtime monitor (gradguard.verify.monitor) against the fixtures, and its manners.
+
+Every fixture under fixtures/GG1*, GG2*, GG3* runs in-process under ``run_path``:
+
+* a bug fixture is run once per annotated line, as the oracle proves it: the *base*
+  program for a line has every other annotated line fixed (``oracle.apply_fixes``:
+  neutralised, or rewritten the way its expectation says), so a line after one where torch
+  raises is reached too. The monitor must report each annotated (line, code) whose code it
+  monitors, exactly (same line, same code). Then, with every annotated line fixed, it must
+  report nothing of the fixture's family (lines left as written by their fix excepted);
+* a near-miss (no annotations) must produce no event of its family's monitored codes.
+
+"Family" follows tests/test_fixtures.py: fixtures/GG2xx checks GG2 codes plus any code
+the file annotates (a GG302 on a GG101 near-miss's deliberate ``x.data *= 100`` is GG302's
+business, and indeed the monitor reports it there).
+
+Codes the monitor does not watch are listed, with the reason, in ``NOT_MONITORED``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gradguard.verify.monitor import MONITORED_CODES, Event, Monitor, run_path  # noqa: E402
+from oracle import (  # noqa: E402
+    EXPECTATIONS,
+    FIXTURES_DIR,
+    _torch_state_restored,
+    apply_fixes,
+    fix_of,
+    parse_annotations,
+    parse_expectations,
+    run_source,
+    state_diff,
+)
+
+NOT_MONITORED = {
+    "GG307": "a term cut off from autograd (`.detach()`/`.data` in a loss term) raises and warns nothing; "
+             "proving it needs a second, counterfactual run, which a monitor watching one run cannot do",
+    "GG308": "the legacy `Variable(...)` API is a no-op (or an ignored `volatile=`), not a runtime hazard",
+}
+
+FIXTURES = sorted(FIXTURES_DIR.glob("GG[123]*/*.py"))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(FIXTURES_DIR).as_posix()
+
+
+def _family(path: Path) -> str:
+    return path.parent.name[:3]
+
+
+def _run(source: str, path: Path) -> tuple[set, BaseException | None, list[Event]]:
+    """Run ``source`` as the script ``path`` under the monitor: ((line, code) events in
+    that file, the error it ended with, all events). Global torch state is put back."""
+    path.write_text(source, encoding="utf-8")
+    out = io.StringIO()
+    with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        events, error = run_path(str(path), [str(path)])
+    torch.set_grad_enabled(True)
+    return {(e.line, e.code) for e in events if e.file == str(path)}, error, events
+
+
+# --------------------------------------------------------------------------- the fixtures
+
+
+def test_there_are_fixtures() -> None:
+    assert len(FIXTURES) > 100
+
+
+def test_every_annotated_code_is_monitored_or_listed() -> None:
+    codes = set()
+    for path in FIXTURES:
+        for found in parse_expectations(path.read_bytes()).values():
+            codes |= found
+    assert codes <= MONITORED_CODES | NOT_MONITORED.keys(), codes - MONITORED_CODES - NOT_MONITORED.keys()
+    assert not MONITORED_CODES & NOT_MONITORED.keys()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=_rel)
+def test_monitor_reports_the_annotations(path: Path, tmp_path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    annotations = parse_annotations(source)
+    expected = parse_expectations(source)
+    family = _family(path)
+    script = tmp_path / path.name
+
+    def family_events(got: set, allowed_lines=frozenset()) -> set:
+        annotated = {code for codes in expected.values() for code in codes}
+        return {(line, code) for line, code in got
+                if code in MONITORED_CODES and (code.startswith(family) or code in annotated)
+                and line not in allowed_lines}
+
+    if not annotations:
+        got, _, events = _run(source, script)
+        false = family_events(got)
+        assert not false, f"{_rel(path)}: events on a near-miss: " + "; ".join(
+            f"{e.line} {e.code} {e.message}" for e in events if (e.line, e.code) in false)
+        return
+
+    missing = []
+    for line in sorted(annotations):
+        wanted = expected[line] & MONITORED_CODES
+        if not wanted:
+            continue
+        base = apply_fixes(source, annotations, set(annotations) - {line})
+        got, error, _ = _run(base, script)
+        for code in sorted(wanted):
+            if (line, code) not in got:
+                missing.append(f"line {line} {code}: not reported (events {sorted(got)}, "
+                               f"ended with {type(error).__name__ if error else 'no error'})")
+    assert not missing, f"{_rel(path)}:\n  " + "\n  ".join(missing)
+
+    # every annotated line fixed: nothing of the family may remain (a line left as written
+    # by its fix, GG304[trains_nothing]'s re-wrap, still is what it was)
+    as_written = {line for line, keys in annotations.items()
+                  if any(fix_of(EXPECTATIONS[key]) == "as_written" for key in keys)}
+    got, _, _ = _run(apply_fixes(source, annotations, set(annotations)), script)
+    assert not family_events(got, as_written), f"{_rel(path)}: events with every annotated line fixed"
+
+
+def _variants(path: Path) -> list[tuple[str, str]]:
+    source = path.read_text(encoding="utf-8")
+    annotations = parse_annotations(source)
+    return [("as written", source)] + [
+        (f"line {line} only", apply_fixes(source, annotations, set(annotations) - {line}))
+        for line in sorted(annotations)]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=_rel)
+def test_monitor_changes_nothing_the_program_sees(path: Path) -> None:
+    """With and without the monitor: the same exception (type, message head, line), the same
+    warnings attributed to the program, the same final tensors and gradients."""
+    for name, source in _variants(path):
+        try:
+            plain = run_source(source, path, snapshot=True)
+            snapshot = True
+        except RuntimeError:  # the oracle cannot read some final tensor (a forbidden view)
+            plain, snapshot = run_source(source, path), False
+        with Monitor():
+            watched = run_source(source, path, snapshot=snapshot)
+
+        def outcome(r):
+            if r.exc is None:
+                return None
+            return type(r.exc).__name__, str(r.exc).split(":")[0][:120], r.frame_line
+
+        assert outcome(plain) == outcome(watched), f"{_rel(path)} ({name})"
+        assert [w.describe() for w in plain.own_warnings] == [w.describe() for w in watched.own_warnings], \
+            f"{_rel(path)} ({name})"
+        if snapshot and plain.exc is None:  # (a raising run may leave torch.empty() garbage behind)
+            assert not state_diff(plain.state, watched.state, requires_grad=True), f"{_rel(path)} ({name})"
+
+
+# --------------------------------------------------------------------------- manners
+
+
+def _global_state() -> dict:
+    return {
+        "function modes": torch._C._len_torch_function_stack(),
+        "saved tensor hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+        "grad": torch.is_grad_enabled(),
+        "filters": list(warnings.filters),
+        "showwarning": warnings.showwarning,
+        "formatwarning": warnings.formatwarning,
+    }
+
+
+def test_monitor_restores_global_state() -> None:
+    before = _global_state()
+    monitor = Monitor()
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        with monitor:
+            assert _global_state() != before
+            w = torch.ones(3, requires_grad=True)
+            a = w.sigmoid()
+            with pytest.warns(UserWarning, match="not a leaf Tensor") as caught:
+                _ = a.grad  # the non-leaf .grad read: torch's warning still points here
+            assert caught[0].filename == __file__ and "a.grad" in Path(__file__).read_text().splitlines()[
+                caught[0].lineno - 1]
+            w.mul_(2)  # GG101: torch raises
+    assert [e.code for e in monitor.events] == ["GG305", "GG101"]
+    assert _global_state() == before
+    # after exit nothing is watched any more, and torch checks saved tensors itself again
+    count = len(monitor.events)
+    b = w.exp()
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+    with pytest.raises(RuntimeError):
+        w.mul_(2)
+    assert len(monitor.events) == count
+    with Monitor() as again:  # can be used again after another one
+        pass
+    assert again.events == [] and _global_state() == before
+
+
+def test_run_path_restores_argv_and_grad_mode(tmp_path: Path) -> None:
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, torch\nassert sys.argv[1:] == ['--x']\n"
+                      "torch.set_grad_enabled(False)\nsys.exit(0)\n")
+    argv = list(__import__("sys").argv)
+    events, error = run_path(str(script), ["prog.py", "--x"])
+    assert (events, error) == ([], None)
+    assert __import__("sys").argv == argv and torch.is_grad_enabled()
+    script.write_text("import sys\nsys.exit(3)\n")
+    _, error = run_path(str(script), ["prog.py"])
+    assert isinstance(error, SystemExit) and error.code == 3
+    script.write_text("raise ValueError('boom')\n")
+    _, error = run_path(str(script), ["prog.py"])
+    assert isinstance(error, ValueError)
+
+
+def test_an_event_names_the_saving_line(tmp_path: Path) -> None:
+    script = tmp_path / "seed.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.ones(1, 2)\n"
+        "w1 = torch.ones(2, 1, requires_grad=True)\n"
+        "w2 = torch.ones(1, requires_grad=True)\n"
+        "d = torch.matmul(x, w1)\n"
+        "f = torch.matmul(d, w2)\n"  # saves d
+        "d[:] = 1\n"
+        "f.backward()\n")
+    events, error = run_path(str(script), [str(script)])
+    assert isinstance(error, RuntimeError) and "modified by an inplace operation" in str(error)
+    assert [(e.code, e.line, e.related_line) for e in events] == [("GG201", 7, 6)]
+    assert events[0].file == str(script) and "matmul" in events[0].message
+
+
+def _train(steps: int = 30, monitored: bool = False):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(inplace=True), torch.nn.Dropout(0.2),
+                                torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(32, 5), torch.randn(32, 1)
+    losses = []
+    context = Monitor() if monitored else contextlib.nullcontext()
+    with context:
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return [p.detach().clone() for p in model.parameters()], [p.grad.clone() for p in model.parameters()], \
+        losses, getattr(context, "events", [])
+
+
+def test_monitor_does_not_change_results() -> None:
+    params, grads, losses, _ = _train()
+    params2, grads2, losses2, events = _train(monitored=True)
+    assert events == []
+    assert losses == losses2
+    assert all(torch.equal(a, b) for a, b in zip(params, params2))
+    assert all(torch.equal(a, b) for a, b in zip(grads, grads2))
+
+
+def test_saved_records_die_with_their_graph() -> None:
+    """The monitor keeps no graph alive: records go when backward frees them or the graph
+    dies (a saved *output* is held as an alias, so there is no cycle through its grad_fn)."""
+    a = torch.randn(100, requires_grad=True)
+    with Monitor() as monitor:
+        for _ in range(20):
+            b = a.sigmoid()
+            c = torch.relu((b * a).exp())
+        assert 0 < sum(map(len, monitor._saved.values())) <= 5  # only the last graph's
+        del b, c
+        assert monitor._saved == {}
+        (torch.tanh(a) * a).sum().backward()
+        assert monitor._saved == {}
+
+
+def test_a_saved_input_is_kept_as_torch_keeps_it() -> None:
+    """``x.data = y`` between forward and backward: torch's backward sees the new storage of
+    a saved input (a silent change); under the monitor too."""
+    def program():
+        x, w = torch.ones(3), torch.ones(3, requires_grad=True)
+        y = (x * w).sum()
+        x.data = torch.full((3,), 5.0)
+        y.backward()
+        return w.grad
+
+    plain = program()
+    with Monitor() as monitor:
+        watched = program()
+    assert torch.equal(plain, watched)
+    assert [e.code for e in monitor.events] == ["GG302"]
+
+
+def _loop(steps: int = 200) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(inplace=True), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = torch.randn(16, 3), torch.randn(16, 1)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+
+
+def test_monitor_overhead_on_a_training_loop() -> None:
+    """200 steps of a 2-layer MLP: about 2x with the monitor here; fail only far above."""
+    def best(fn) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    def watched() -> None:
+        with Monitor() as monitor:
+            _loop()
+        assert monitor.events == []
+
+    _loop(5)
+    watched()
+    ratio = best(watched) / best(_loop)
+    print(f"monitor overhead: {ratio:.2f}x")
+    assert ratio < 10
