@@ -8,6 +8,7 @@ and writes findings to stdout and a summary to stderr. Exit status: 0 no finding
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor
@@ -174,6 +175,18 @@ def main() -> None:
 _multi = partial(click.option, multiple=True, metavar="CODES")
 
 
+def verify_options(command):
+    """The options of a replay under torch, shared by ``check --verify`` and ``verify``."""
+    command = click.option("--max-memory", type=click.IntRange(min=0), default=8192,
+                           show_default=True, metavar="MB",
+                           help="Address-space limit of the replay (0: none).")(command)
+    command = click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0,
+                           show_default=True, metavar="SECONDS",
+                           help="Wall-clock limit of each replay.")(command)
+    return click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu",
+                        show_default=True, help="Where tensors are created in the replay.")(command)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @_multi("--select", help="Codes or prefixes to report (GG1, GG101, ALL); replaces the "
@@ -202,6 +215,10 @@ _multi = partial(click.option, multiple=True, metavar="CODES")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Processes to lint with (0: one per CPU).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.option("--verify", is_flag=True,
+              help="Replay each file with findings under torch and give each finding a "
+                   "verdict (needs the `verify` extra).")
+@verify_options
 def check(paths: tuple[str, ...], **options) -> None:
     """Lint PATHS (files or directories; `-` for standard input; default `.`)."""
     try:
@@ -230,6 +247,8 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
     checked = [outcome for outcome in outcomes if not outcome.error]
     findings = sorted(f for outcome in checked for f in outcome.findings)
+    if options["verify"]:
+        findings = _verify(findings, options)
     _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
     for message in errors:
         _error(message)
@@ -238,6 +257,21 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
+
+
+def _verify(findings: list[Finding], options: dict) -> list[Finding]:
+    """Replay every file that has rule findings; diagnostics and stdin are not replayed."""
+    from gradguard.verify.replay import verify_file
+
+    by_path: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_path.setdefault(finding.path, []).append(finding)
+    verified = []
+    for path, group in by_path.items():
+        replayable = os.path.isfile(path) and not any(f.code.startswith("GG00") for f in group)
+        verified += verify_file(path, group, options["timeout"], options["max_memory"],
+                                options["device"]) if replayable else group
+    return sorted(verified)
 
 
 def _write(findings: list[Finding], sources: dict, options: dict) -> None:
@@ -251,6 +285,43 @@ def _write(findings: list[Finding], sources: dict, options: dict) -> None:
     if options["statistics"]:
         for line in report.statistics(findings):
             click.echo(line, err=not text)  # keep JSON and SARIF output parseable
+
+
+@main.command(context_settings={"ignore_unknown_options": True,
+                                "allow_interspersed_args": False})
+@verify_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: int) -> None:
+    """Run FILE.py [ARGS]... (or `-- COMMAND...`, e.g. `-- pytest tests/`) under the
+    runtime monitor, in a contained child process, and print every hazard it sees."""
+    from gradguard.verify.runner import run_contained
+
+    target = _verify_target(list(command))
+    outcome = run_contained(target, [], timeout, max_memory, device)
+    if outcome.status == "no verifier":
+        _error(outcome.error or "the verifier could not start")
+        sys.exit(EXIT_ERROR)
+    for event in sorted(outcome.events, key=lambda e: (e["file"], e["line"], e["code"])):
+        click.echo(f"{display_path(event['file'])}:{event['line']}:1: {event['code']} "
+                   f"{event['message']}")
+    if outcome.status != "ok":
+        click.echo(f"the program {outcome.verdict_note or outcome.status}", err=True)
+    count = len(outcome.events)
+    click.echo(f"{count or 'No'} hazard{'' if count == 1 else 's'} seen at run time", err=True)
+    sys.exit(EXIT_FINDINGS if outcome.events else EXIT_OK)
+
+
+def _verify_target(command: list[str]) -> list[str]:
+    """``FILE.py ARGS``, ``python [-m] ...`` or a module name (``pytest``) -> child args."""
+    if command[0] in ("python", "python3", os.path.basename(sys.executable)):
+        command = command[1:]
+    if command[:1] == ["-m"] and len(command) > 1:
+        return ["--module", command[1], "--", *command[2:]]
+    if command and (command[0].endswith(".py") or os.path.isfile(command[0])):
+        return ["--script", command[0], "--", *command[1:]]
+    if command:
+        return ["--module", command[0], "--", *command[1:]]
+    raise click.UsageError("nothing to run")
 
 
 @main.command("rules")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 
 @dataclass(frozen=True, order=True)
@@ -14,9 +15,11 @@ class Finding:
     col: int
     code: str
     message: str
+    verdict: Optional[str] = None  # set by the runtime verifier (check --verify)
 
     def format(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+        verdict = f" [{self.verdict}]" if self.verdict else ""
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{verdict}"
 
 
 # Diagnostics the engine itself reports; they are not rules and cannot be disabled

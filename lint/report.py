@@ -72,7 +72,8 @@ def to_json(findings: Sequence[Finding]) -> str:
     return json.dumps(
         [
             {"path": f.path, "line": f.line, "col": f.col, "code": f.code,
-             "name": names.get(f.code, ""), "message": f.message}
+             "name": names.get(f.code, ""), "message": f.message,
+             **({"verdict": f.verdict} if f.verdict else {})}
             for f in findings
         ],
         indent=2,

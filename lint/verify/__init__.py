@@ -1,0 +1,7 @@
+"""The runtime verifier: replay code under torch and confirm (or retract) findings.
+
+``runner`` runs a child interpreter with limits; ``child`` is that interpreter's entry
+point (it runs the user's code under ``monitor``); ``replay`` turns the events and the
+lines that ran into verdicts for static findings. Only ``monitor`` and ``child`` import
+torch, and only in the child process.
+"""

@@ -1,0 +1,118 @@
+"""The child process of the verifier: run the user's code under the monitor.
+
+    python -m gradguard.verify.child RESULT.json [--device cpu|cuda] [--trace FILE]...
+        (--script PATH | --module NAME) -- ARGS...
+
+Writes RESULT.json: ``{"events": [...], "lines": {file: [line, ...]}, "error": str|null}``
+where ``lines`` are the lines that ran in the ``--trace`` files. The parent reads it
+whatever happens to the user's code; a crash of this process is the parent's to report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="gradguard.verify.child")
+    parser.add_argument("result")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--trace", action="append", default=[])
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--script")
+    target.add_argument("--module")
+    split = argv.index("--") if "--" in argv else len(argv)
+    options, args = parser.parse_args(argv[:split]), argv[split + 1:]
+
+    result = {"events": [], "lines": {}, "error": None}
+    traced = {os.path.realpath(path) for path in options.trace}
+    ran: dict[str, set] = {path: set() for path in traced}
+
+    def tracer(frame, event, arg):
+        path = frame.f_code.co_filename
+        if path in ran:
+            ran[path].add(frame.f_lineno)
+            return local
+        return None
+
+    def local(frame, event, arg):
+        if event == "line":
+            ran[frame.f_code.co_filename].add(frame.f_lineno)
+        return local
+
+    try:
+        import torch
+    except ImportError as error:
+        result["error"] = f"the verifier needs torch (pip install 'gradguard[verify]'): {error}"
+        _write(options.result, result)
+        return 3
+    from gradguard.verify import monitor
+    if options.device == "cuda":
+        if not torch.cuda.is_available():
+            result["error"] = "--device cuda: CUDA is not available on this machine"
+            _write(options.result, result)
+            return 3
+        torch.set_default_device("cuda")
+
+    def run():
+        if options.script:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(options.script)))
+            return monitor.run_path(options.script, [options.script, *args])
+        return _run_module(monitor, options.module, [options.module, *args])
+
+    if traced:
+        sys.settrace(tracer)
+    try:
+        events, error = run()
+    except BaseException:  # the monitor itself failed: say so, do not hide it
+        events, error = [], None
+        result["error"] = "monitor failed: " + traceback.format_exc(limit=3)
+    finally:
+        sys.settrace(None)
+    result["events"] = [event._asdict() for event in events]
+    result["lines"] = {path: sorted(lines) for path, lines in ran.items()}
+    if error is not None and result["error"] is None:
+        result["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:500]
+        result["error_line"] = _user_line(error, traced)
+    _write(options.result, result)
+    return 0
+
+
+def _run_module(monitor, name: str, argv: list[str]):
+    """``python -m NAME ARGS`` under the monitor (``gradguard verify -- pytest tests/``)."""
+    import runpy
+
+    sys.argv = argv
+    watch = monitor.Monitor()
+    error = None
+    with watch:
+        try:
+            runpy.run_module(name, run_name="__main__", alter_sys=True)
+        except SystemExit as exit_:
+            error = None if exit_.code in (0, None) else exit_
+        except BaseException as raised:  # the user's code failed: that is a result
+            error = raised
+    return watch.events, error
+
+
+def _user_line(error: BaseException, traced: set):
+    """[file, line] of the innermost traceback frame in a traced file."""
+    found = None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        path = os.path.realpath(frame.f_code.co_filename)
+        if path in traced:
+            found = [path, line]
+    return found
+
+
+def _write(path: str, result: dict) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

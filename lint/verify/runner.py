@@ -1,0 +1,112 @@
+"""Run user code in a contained child process: wall-clock timeout, address-space limit,
+a temporary working directory, its own environment, output captured.
+
+Whatever the code does (hangs, allocates without bound, calls ``os._exit``, writes
+files), the parent gets an ``Outcome``; it never hangs and never raises for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Optional
+
+# Variables the child keeps from the parent's environment; everything else is dropped.
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+
+
+@dataclass
+class Outcome:
+    status: str  # "ok", "timeout", "crashed", "no verifier"
+    events: list = field(default_factory=list)
+    lines: dict = field(default_factory=dict)  # file -> lines that ran
+    error: Optional[str] = None  # how the user's code ended, or why it could not run
+    output: str = ""  # the child's stdout and stderr, for --debug
+    error_line: Optional[list] = None  # [file, line] where the user's code raised
+
+    @property
+    def verdict_note(self) -> str:
+        return {"timeout": "timeout", "crashed": f"crashed: {self.error}"}.get(self.status, "")
+
+
+def run_contained(target: list[str], trace: list[str], timeout: float,
+                  max_memory_mb: int, device: str = "cpu",
+                  python: str = sys.executable) -> Outcome:
+    """Run ``target`` (``["--script", path, "--", *args]`` or ``["--module", name, "--",
+    *args]``) under the monitor in a child process and return what happened."""
+    with tempfile.TemporaryDirectory(prefix="gradguard-verify-") as workdir:
+        result_path = os.path.join(workdir, "result.json")
+        command = [python, "-m", "gradguard.verify.child", result_path, "--device", device]
+        for path in trace:
+            command += ["--trace", os.path.abspath(path)]
+        target = [os.path.abspath(t) if i == 1 and target[0] == "--script" else t
+                  for i, t in enumerate(target)]
+        command += target
+        env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
+        env.update(HOME=workdir, TMPDIR=workdir, PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONPATH=os.pathsep.join(_import_path()))
+        try:
+            child = subprocess.Popen(
+                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_limits(max_memory_mb))
+        except OSError as error:
+            return Outcome("crashed", error=f"cannot start the child: {error}")
+        try:
+            output, _ = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(child)
+            output, _ = child.communicate()
+            return Outcome("timeout", error=f"no result after {timeout:g} s",
+                           output=output.decode(errors="replace"))
+        text = output.decode(errors="replace")
+        if not os.path.exists(result_path):
+            reason = _signal_name(child.returncode) or f"exit status {child.returncode}"
+            if "MemoryError" in text:
+                reason = "MemoryError (the address-space limit)"
+            return Outcome("crashed", error=f"the process ended without a result ({reason})",
+                           output=text)
+        with open(result_path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if child.returncode == 3:
+            return Outcome("no verifier", error=data.get("error"), output=text)
+        status = "crashed" if data.get("error") else "ok"
+        return Outcome(status, data.get("events", []), data.get("lines", {}), data.get("error"),
+                       text, data.get("error_line"))
+
+
+def _limits(max_memory_mb: int):
+    def apply() -> None:  # in the child, before exec
+        if max_memory_mb > 0:
+            limit = max_memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return ""
+
+
+def _import_path() -> list[str]:
+    """Where the child finds gradguard and torch: the parent's own import path."""
+    return [path for path in sys.path if path and os.path.isdir(path)]

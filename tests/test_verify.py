@@ -1,0 +1,125 @@
+"""The runtime verifier's containment and verdicts (needs torch; CI has the CPU build).
+
+The user's code runs in a child process: whatever it does, gradguard answers with a
+verdict, never a hang or a traceback, and never writes outside its temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from gradguard import cli
+from gradguard.verify.runner import run_contained
+
+pytest.importorskip("torch")
+
+SEED = """import torch
+x = torch.FloatTensor([[1., 2.]])
+w1 = torch.FloatTensor([[2.], [1.]])
+w2 = torch.FloatTensor([3.])
+w1.requires_grad = True
+w2.requires_grad = True
+d = torch.matmul(x, w1)
+f = torch.matmul(d, w2)
+d[:] = 1
+f.backward()
+"""
+
+
+def script(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def run(path, timeout=30.0, memory=8192):
+    return run_contained(["--script", path, "--"], [path], timeout, memory)
+
+
+def test_a_script_that_sleeps_forever_times_out(tmp_path):
+    path = script(tmp_path, "sleeper.py", "import time\nwhile True:\n    time.sleep(1)\n")
+    start = time.monotonic()
+    outcome = run(path, timeout=5)
+    assert outcome.status == "timeout"
+    assert time.monotonic() - start < 30
+
+
+def test_a_memory_bomb_is_stopped_by_the_address_space_limit(tmp_path):
+    path = script(tmp_path, "bomb.py", "blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 26))\n")
+    outcome = run(path, memory=3072)
+    assert outcome.status == "crashed"
+    assert "MemoryError" in (outcome.error or "")
+
+
+def test_os_exit_is_a_crash_not_a_hang(tmp_path):
+    path = script(tmp_path, "quitter.py", "import os\nos._exit(3)\n")
+    outcome = run(path)
+    assert outcome.status == "crashed"
+    assert "exit status 3" in outcome.error
+
+
+def test_written_files_stay_in_the_temporary_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = script(tmp_path, "writer.py", "open('out.txt', 'w').write('x')\n"
+                  "import os\nopen(os.path.expanduser('~/home.txt'), 'w').write('x')\n")
+    outcome = run(path)
+    assert outcome.status == "ok", outcome.error
+    assert sorted(os.listdir(tmp_path)) == ["writer.py"]
+
+
+def test_sys_exit_zero_is_a_clean_run(tmp_path):
+    outcome = run(script(tmp_path, "done.py", "import sys\nsys.exit(0)\n"))
+    assert outcome.status == "ok"
+
+
+def test_lines_that_ran_are_reported(tmp_path):
+    path = script(tmp_path, "branch.py", "x = 1\nif x == 2:\n    y = 3\nz = 4\n")
+    outcome = run(path)
+    lines = outcome.lines[os.path.realpath(path)]
+    assert 1 in lines and 4 in lines and 3 not in lines
+
+
+def test_check_verify_confirms_the_seed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script(tmp_path, "seed.py", SEED)
+    result = CliRunner().invoke(cli.main, ["check", "--verify", "--format", "json", "seed.py"])
+    assert result.exit_code == 1, result.output
+    (finding,) = json.loads(result.stdout)
+    assert (finding["line"], finding["code"], finding["verdict"]) == (9, "GG201", "confirmed")
+
+
+def test_check_verify_says_not_reached_for_code_that_never_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    body = "\n".join("    " + line for line in SEED.splitlines())
+    script(tmp_path, "unused.py", "def never_called():\n" + body + "\n")
+    result = CliRunner().invoke(cli.main, ["check", "--verify", "unused.py"])
+    assert result.exit_code == 1
+    assert result.stdout.strip().endswith("[not reached]")
+
+
+def test_verify_command_reports_hazards_and_exit_status(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script(tmp_path, "seed.py", SEED)
+    result = CliRunner().invoke(cli.main, ["verify", "seed.py"])
+    assert result.exit_code == 1
+    assert "seed.py:9:1: GG201" in result.stdout
+    script(tmp_path, "clean.py", "import torch\nprint(torch.ones(2).sum())\n")
+    assert CliRunner().invoke(cli.main, ["verify", "clean.py"]).exit_code == 0
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(tmp_path, monkeypatch):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    monkeypatch.chdir(tmp_path)
+    script(tmp_path, "seed.py", SEED)
+    result = CliRunner().invoke(cli.main, ["verify", "--device", "cuda", "seed.py"])
+    assert result.exit_code == 2
+    assert "CUDA is not available" in result.stderr
