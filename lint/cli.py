@@ -248,7 +248,7 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     checked = [outcome for outcome in outcomes if not outcome.error]
     findings = sorted(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
-        findings = _verify(findings, options)
+        findings = _verify(findings, options, plan.codes)
     _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
     for message in errors:
         _error(message)
@@ -259,8 +259,9 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
 
 
-def _verify(findings: list[Finding], options: dict) -> list[Finding]:
-    """Replay every file that has rule findings; diagnostics and stdin are not replayed."""
+def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Finding]:
+    """Replay every file that has rule findings; diagnostics and stdin are not replayed.
+    Missed events count only for the selected ``codes``."""
     from gradguard.verify.replay import verify_file
 
     by_path: dict[str, list[Finding]] = {}
@@ -271,7 +272,7 @@ def _verify(findings: list[Finding], options: dict) -> list[Finding]:
         replayable = os.path.isfile(path) and not any(f.code.startswith("GG00") for f in group)
         verified += verify_file(path, group, options["timeout"], options["max_memory"],
                                 options["device"]) if replayable else group
-    return sorted(verified)
+    return sorted(f for f in verified if f.verdict != "missed" or f.code in codes)
 
 
 def _write(findings: list[Finding], sources: dict, options: dict) -> None:

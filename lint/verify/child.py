@@ -74,6 +74,7 @@ def main(argv: list[str]) -> int:
     finally:
         sys.settrace(None)
     result["events"] = [event._asdict() for event in events]
+    result["monitored"] = sorted(monitor.MONITORED_CODES)
     result["lines"] = {path: sorted(lines) for path, lines in ran.items()}
     if error is not None and result["error"] is None:
         result["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:500]

@@ -2,7 +2,8 @@
 
 A finding is ``confirmed`` when the monitor saw its code at its line, ``not reached``
 when the line never ran, ``not confirmed`` when it ran and nothing happened (a false
-positive to report). Monitor events that no finding predicted come back as ``missed``.
+positive to report), ``not monitored`` for the codes the monitor cannot see (GG307,
+GG308). Monitor events that no finding predicted come back as ``missed``.
 When the program stops at a confirmed line (GG101 raises there), that statement is
 neutralised and the file replayed, so the findings after it are reached too.
 """
@@ -28,6 +29,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
         source = handle.read()
     events: dict[tuple[int, str], str] = {}
     ran: set[int] = set()
+    monitored: frozenset = frozenset()
     neutralised: set[int] = set()
     note = ""
     with tempfile.TemporaryDirectory(prefix="gradguard-replay-") as scratch:
@@ -38,6 +40,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
             if outcome.status == "no verifier":
                 return [replace(f, verdict=f"not verified: {outcome.error}") for f in findings]
             _collect(outcome, current, events, ran)
+            monitored = monitored | outcome.monitored
             note = outcome.verdict_note
             line = _stopped_at(outcome, current)
             if line is None or line in neutralised or not any(key[0] == line for key in events):
@@ -54,6 +57,8 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
     for finding in findings:
         if (finding.line, finding.code) in events:
             verdict = "confirmed"
+        elif finding.code not in monitored:
+            verdict = "not monitored"  # the monitor cannot see this code at run time
         elif finding.line not in ran:
             verdict = note if note and not ran else "not reached"
         else:

@@ -30,6 +30,7 @@ class Outcome:
     error: Optional[str] = None  # how the user's code ended, or why it could not run
     output: str = ""  # the child's stdout and stderr, for --debug
     error_line: Optional[list] = None  # [file, line] where the user's code raised
+    monitored: frozenset = frozenset()  # the codes the monitor can see at all
 
     @property
     def verdict_note(self) -> str:
@@ -79,7 +80,7 @@ def run_contained(target: list[str], trace: list[str], timeout: float,
             return Outcome("no verifier", error=data.get("error"), output=text)
         status = "crashed" if data.get("error") else "ok"
         return Outcome(status, data.get("events", []), data.get("lines", {}), data.get("error"),
-                       text, data.get("error_line"))
+                       text, data.get("error_line"), frozenset(data.get("monitored", ())))
 
 
 def _limits(max_memory_mb: int):
