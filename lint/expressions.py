@@ -206,8 +206,7 @@ class ExpressionEvaluator(SavedTensors):
             return result
         if operands is not None:
             table_name = producer[6:] if producer.startswith("torch.") else producer
-            saves |= self.record_saves(st, node, table_name, operands, result,
-                                       _display(producer), site)
+            saves |= self.record_saves(st, node, table_name, operands, result, producer, site)
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=saves | extra_saves)
         return result
 
@@ -1041,10 +1040,6 @@ def _parameter_sources(value: Value) -> list:
     if isinstance(value, ParamGroup):
         return _parameter_sources(value.params)
     return [value]
-
-
-def _display(producer: str) -> str:
-    return producer
 
 
 def _literal(node) -> object:
