@@ -236,7 +236,8 @@ class Interpreter(ExpressionEvaluator):
                 self.dispatch("inplace_write", InplaceWrite(
                     node=node, target_text=source_text(target.value), target=self.facts(st, written),
                     root=self.facts(st, owner), root_text=source_text(target.value),
-                    operation="assignment to `.data`", grad_enabled=st.grad, through_data=True))
+                    operation="assignment to `.data`", grad_enabled=st.grad, through_data=True,
+                    data_assignment=True))
             return  # ``.grad = ...``: nothing to track
         path = dotted(target)
         if path is None:

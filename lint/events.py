@@ -42,6 +42,7 @@ class Mutation:
     aliased: bool = False  # written through another tensor sharing the storage
     silent: bool = False  # written through ``.data``: no counter moves, the gradient is wrong
     detach: bool = False  # not a write: ``detach_()`` of a tensor saved as an input
+    optimizer: Optional[str] = None  # ``opt`` for an ``opt.step()``, as written
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class InplaceWrite:
     index: Optional[IndexKind] = None  # set for item assignment only
     through_data: bool = False  # the written tensor was reached through ``.data``
     hits_saved: bool = False  # ...and its storage is saved by a live graph (GG301's case)
+    data_assignment: bool = False  # ``x.data = y`` rather than a write into ``x.data``
 
 
 @dataclass(frozen=True)

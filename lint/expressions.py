@@ -680,7 +680,7 @@ class ExpressionEvaluator(SavedTensors):
                 for obj in owner.owners:
                     for written in ((obj, PARAMS), obj):
                         self.write_to_saved(st, node, written, text, f"`{text}.step()`",
-                                            parameter_update=True)
+                                            parameter_update=True, optimizer=text)
             return UNKNOWN
         if name in ("parameters", "named_parameters"):
             return ParamsOf(owner, named=name == "named_parameters")

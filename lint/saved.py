@@ -140,7 +140,7 @@ class SavedTensors:
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
                        target: Optional[Hashable] = None, silent: bool = False,
-                       detach: bool = False) -> None:
+                       detach: bool = False, optimizer: Optional[str] = None) -> None:
         """A write moved the version counter of ``written`` (through the object
         ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
@@ -151,7 +151,7 @@ class SavedTensors:
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
-                         detach=detach)
+                         detach=detach, optimizer=optimizer)
                 for save in hits)
 
     # ----------------------------------------------------------------- backward

@@ -52,7 +52,7 @@ class ParameterUpdateBeforeBackward(Rule):
         if not mutation.parameter_update or mutation.silent or mutation.detach:
             return  # GG201, GG301
         save = mutation.save
-        who = mutation.operation if mutation.operation.endswith(".step()`") \
+        who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"
         when = (f"the caller's backward (it is returned at line "
                 f"{self.line_of(event.backward_node)})" if event.escaped

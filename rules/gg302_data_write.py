@@ -50,7 +50,7 @@ class DataWrite(Rule):
             return
         text = event.target_text
         base = text[: -len(".data")] if text.endswith(".data") else None
-        if event.operation == "assignment to `.data`":
+        if event.data_assignment:
             self.report(
                 event.node,
                 f"assignment to {quote(text + '.data')} bypasses autograd's checks; use "
