@@ -88,6 +88,7 @@ class Interpreter(ExpressionEvaluator):
         self.pending: list[tuple[cst.FunctionDef, Optional[State], Optional[Instance],
                                  Optional[Tri]]] = []
         self.in_function = False
+        self.method: Optional[tuple[str, cst.FunctionDef]] = None  # (self's name, def)
         self.inlining: list[cst.FunctionDef] = []  # functions being followed from a call
         self._writes_cache: dict[int, bool] = {}
         self.returns: list[list] = []  # per followed call: (state, value) at each return
@@ -306,9 +307,20 @@ class Interpreter(ExpressionEvaluator):
         value = self.evaluate(node.value, st) if node.value is not None else Const(None)
         if self.returns:
             self.returns[-1].append((st, value))  # the caller goes on with it
-        elif node.value is not None:
-            self.escape(st, node, value)
+        else:
+            if node.value is not None:
+                self.escape(st, node, value)
+            self.escape_stored(st)
         return None
+
+    def escape_stored(self, st: State) -> None:
+        """A method's end: tensors it stored on its object outlive the call."""
+        if self.method is None:
+            return
+        owner, definition = self.method
+        for path, value in st.env.items():
+            if path.startswith(owner + ".") and isinstance(value, TensorRef):
+                self.escape(st, definition, value, how=path)
 
     def _raise(self, node: cst.Raise, st: State) -> None:
         if node.exc is not None:
@@ -556,8 +568,13 @@ class Interpreter(ExpressionEvaluator):
             st.heap.update(self_value.info.heap)
             for attr, attr_value in self_value.info.attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
-        self.block(node.body.body, st) if isinstance(node.body, cst.IndentedBlock) \
+        self.method = (params[0].name.value, node) \
+            if self_value is not None and params and not _is_static(node) else None
+        end = self.block(node.body.body, st) if isinstance(node.body, cst.IndentedBlock) \
             else self.suite(node.body, st)
+        if end is not None:
+            self.escape_stored(end)
+        self.method = None
 
     def _class_def(self, node: cst.ClassDef, st: State) -> State:
         is_module = False

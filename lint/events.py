@@ -51,8 +51,10 @@ class SavedTensorMutated:
     saved tensor that ``mutation`` changed: torch raises there."""
 
     mutation: Mutation
-    backward_node: cst.CSTNode  # the backward() call, or the return statement
-    escaped: bool  # True: returned to the caller, whose backward will fail
+    backward_node: cst.CSTNode  # the backward() call, the return, or the method's def
+    # None for a backward in this code; "return" when the graph is returned to a caller;
+    # an attribute path ("self.feat") when a method stores it on its object.
+    escape: Optional[str] = None
 
 
 @dataclass(frozen=True)

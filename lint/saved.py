@@ -170,21 +170,20 @@ class SavedTensors:
         needed = frozenset().union(*(self.facts(st, root).saves for root in roots))
         for mutation in sorted(st.mutations, key=_order):
             if mutation.save in needed:
-                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, False))
+                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
         if retain is Tri.NO:  # the graph is freed: later writes are safe
             st.saves = st.saves - needed
         else:
             st.retained = st.retained | needed
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
 
-    def escape(self, st: State, node: cst.CSTNode, value: Value) -> None:
-        """``value`` leaves the function: a caller's backward will need its saves."""
-        roots = value.items if isinstance(value, Seq) else (value,)
-        needed = frozenset().union(*(self.facts(st, root).saves for root in roots
-                                     if isinstance(root, TensorRef)))
+    def escape(self, st: State, node: cst.CSTNode, value: Value, how: str = "return") -> None:
+        """``value`` leaves the function (``how``: "return", or the ``self`` attribute it
+        is stored on): a later backward will need its saves."""
+        needed = self.saves_of(st, value)
         for mutation in sorted(st.mutations, key=_order):
             if mutation.save in needed:
-                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, True))
+                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, how))
 
 
 def _is_group(storage: Hashable) -> bool:

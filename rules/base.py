@@ -63,6 +63,15 @@ class Rule:
     def on_legacy_variable(self, event: LegacyVariable) -> None:
         pass
 
+    def failing_backward(self, event: SavedTensorMutated) -> str:
+        """The backward that will need the changed tensor, as a noun phrase."""
+        line = self.line_of(event.backward_node)
+        if event.escape is None:
+            return f"the backward at line {line}"
+        if event.escape == "return":
+            return f"the caller's backward (the graph is returned at line {line})"
+        return f"a later backward through `{event.escape}` (the method at line {line} stores it)"
+
     def where(self, origin) -> str:
         """`` (line N)`` for an ``Origin``, or nothing when there is none."""
         return f" (line {self.line_of(origin.node)})" if origin is not None else ""

@@ -62,11 +62,8 @@ class SavedTensorInplace(Rule):
             saved = f"the output of {quote(save.op)} (line {line}) was saved for backward"
         through = f" through {quote(mutation.target_text)}, which shares its storage," \
             if mutation.aliased else ""
-        when = (f"the caller's backward fail (it is returned at line "
-                f"{self.line_of(event.backward_node)})" if event.escaped
-                else f"the backward at line {self.line_of(event.backward_node)} fail")
         self.report(
             mutation.node,
             f"{saved}; modifying it in place here with {mutation.operation}{through} makes "
-            f"{when}. Use an out-of-place op or mutate a `.clone()`",
+            f"{self.failing_backward(event)} fail. Use an out-of-place op or mutate a `.clone()`",
         )

@@ -54,12 +54,10 @@ class ParameterUpdateBeforeBackward(Rule):
         save = mutation.save
         who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"
-        when = (f"the caller's backward (it is returned at line "
-                f"{self.line_of(event.backward_node)})" if event.escaped
-                else f"the backward at line {self.line_of(event.backward_node)}")
         self.report(
             mutation.node,
             f"{who} updates parameters in place that {quote(save.op)} (line "
-            f"{self.line_of(save.node)}) saved for backward; {when} still needs them. Step "
+            f"{self.line_of(save.node)}) saved for backward; {self.failing_backward(event)} "
+            "still needs them. Step "
             "after that backward, or recompute the forward after the step",
         )

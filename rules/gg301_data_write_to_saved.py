@@ -54,11 +54,10 @@ class DataWriteToSaved(Rule):
         saved = (f"{quote(save.tensor_text)}, which {quote(save.op)} saved for backward "
                  f"(line {line})" if save.tensor_text else
                  f"the output of {quote(save.op)} (line {line}), which was saved for backward")
-        when = (f"the caller's backward (returned at line {self.line_of(event.backward_node)})"
-                if event.escaped else f"the backward at line {self.line_of(event.backward_node)}")
         self.report(
             mutation.node,
             f"{mutation.operation} through `.data` on {quote(mutation.target_text)} changes "
-            f"{saved}; nothing will raise and {when} will compute a wrong gradient. Write "
+            f"{saved}; nothing will raise and {self.failing_backward(event)} will compute a "
+            "wrong gradient. Write "
             "after that backward, or into a `.clone()`",
         )
