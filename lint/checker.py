@@ -15,9 +15,9 @@ import traceback
 from typing import Iterable, Optional, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gradguard.engine import analyze
+from gradguard.positions import Positions
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding
 from gradguard.rules import ALL_RULES, Rule
 
@@ -57,32 +57,29 @@ def _check(source, path, rules, debug) -> list[Finding]:
     except Exception as error:  # ParserSyntaxError, RecursionError, native parser errors
         return [_syntax_finding(path, text, error)]
 
-    raw: list[tuple[cst.CSTNode, str, str]] = []
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
+    positions = Positions(module)  # shared by messages and placement: one pass at most
+    raw: list[tuple[cst.CSTNode, str, str]] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     try:
         analyze(module, rules, lambda node, code, message: raw.append((node, code, message)),
-                failures)
+                failures, positions)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
-    return _place(module, path, raw) + [
+    return _place(positions, path, raw) + [
         Finding(path, 1, 1, INTERNAL_ERROR,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
     ]
 
 
-def _place(module: cst.Module, path: str,
+def _place(positions: Positions, path: str,
            raw: Iterable[tuple[cst.CSTNode, str, str]]) -> list[Finding]:
     """Turn node-anchored reports into positioned findings (positions only when needed)."""
-    raw = list(raw)
-    if not raw:
-        return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     findings = set()
     for node, code, message in raw:
-        start = positions[node].start
+        start = positions.start(node)
         findings.add(Finding(path, start.line, start.column + 1, code, message))
     return sorted(findings)
 

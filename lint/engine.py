@@ -25,6 +25,7 @@ from gradguard.expressions import (
 from gradguard.events import InplaceWrite
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
+from gradguard.positions import Positions
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
 from gradguard.walk import child_nodes, walk
@@ -61,10 +62,10 @@ MAX_INLINE_DEPTH = 2  # calls followed into same-file functions, one inside anot
 Report = Callable[[cst.CSTNode, str, str], None]
 
 
-def analyze(module: cst.Module, rules: Sequence[type], report: Report,
-            failures: list) -> None:
+def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
+            positions: Positions) -> None:
     """Run ``rules`` over ``module``; rule failures are appended to ``failures``."""
-    Interpreter(module, rules, report, failures).run()
+    Interpreter(module, rules, report, failures, positions).run()
 
 
 class _Loop:
@@ -76,12 +77,13 @@ class _Loop:
 
 
 class Interpreter(ExpressionEvaluator):
-    def __init__(self, module: cst.Module, rules, report: Report, failures: list) -> None:
+    def __init__(self, module: cst.Module, rules, report: Report, failures: list,
+                 positions: Positions) -> None:
         super().__init__()
         self.module = module
         self.failures = failures
         self._reported: set = set()
-        self._positions = None
+        self.positions = positions
         self.loops: list[_Loop] = []
         # Function bodies to run after the module body: (def, enclosing state or None for
         # a module-level def, whose globals are the module's final bindings, self).
@@ -110,7 +112,7 @@ class Interpreter(ExpressionEvaluator):
             cst.Match: self._match,
         }
         self._small = {
-            cst.Expr: lambda node, st: self.evaluate(node.value, st) and st,
+            cst.Expr: self._expression_statement,
             cst.Assign: self._assign,
             cst.AnnAssign: self._ann_assign,
             cst.AugAssign: self._aug_assign,
@@ -131,12 +133,7 @@ class Interpreter(ExpressionEvaluator):
             self._report(node, code, message)
 
     def line_of(self, node: cst.CSTNode) -> int:
-        if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        return self._positions[node].start.line
+        return self.positions.start(node).line
 
     def dispatch(self, kind: str, event) -> None:
         handlers = self.handlers.get(kind, [])
@@ -189,6 +186,10 @@ class Interpreter(ExpressionEvaluator):
         return st
 
     # ----------------------------------------------------------------- assignment
+    def _expression_statement(self, node: cst.Expr, st: State) -> State:
+        self.evaluate(node.value, st)
+        return st
+
     def _assign(self, node: cst.Assign, st: State) -> State:
         value = self.evaluate(node.value, st)
         for target in node.targets:
@@ -281,7 +282,7 @@ class Interpreter(ExpressionEvaluator):
     # ----------------------------------------------------------------- imports
     def _import(self, node: cst.Import, st: State) -> State:
         for alias in node.names:
-            name = _dotted_import(alias.name)
+            name = source_text(alias.name)
             if alias.asname is not None:
                 st.bind(alias.asname.name.value, _module_ref(name))
             else:
@@ -290,7 +291,7 @@ class Interpreter(ExpressionEvaluator):
         return st
 
     def _import_from(self, node: cst.ImportFrom, st: State) -> State:
-        module = _dotted_import(node.module) if node.module is not None else ""
+        module = source_text(node.module) if node.module is not None else ""
         if isinstance(node.names, cst.ImportStar):
             return st
         for alias in node.names:
@@ -493,8 +494,8 @@ class Interpreter(ExpressionEvaluator):
         mode: Optional[Tri] = None
         for decorator in node.decorators:
             value = self.evaluate(decorator.decorator, st)
-            if isinstance(value, Ref) and value.qualname in _grad_contexts():
-                effect = _grad_contexts()[value.qualname]
+            if isinstance(value, Ref) and value.qualname in TORCH.grad_mode_contexts:
+                effect = TORCH.grad_mode_contexts[value.qualname]
                 value = GradMode(Tri.NO if effect == "off" else Tri.YES if effect == "on"
                                  else Tri.MAYBE)
             if isinstance(value, GradMode):
@@ -719,22 +720,12 @@ def _widen(head: State, entry: State) -> State:
     return widened
 
 
-def _dotted_import(node) -> str:
-    return source_text(node)
-
-
 def _is_torch(module: str) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
 def _module_ref(name: str) -> Value:
     return Ref(name) if _is_torch(name) else UNKNOWN
-
-
-def _grad_contexts() -> dict:
-    from gradguard.knowledge import TORCH
-
-    return TORCH.grad_mode_contexts
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

@@ -96,13 +96,6 @@ def source_text(node: cst.CSTNode) -> str:
     return dotted(node) or _CODEGEN.code_for_node(node)
 
 
-def split_args(call: cst.Call):
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
-    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    starred = any(a.star for a in call.args)
-    return positional, keywords, starred
-
-
 def tri_of(value: Value) -> Tri:
     if isinstance(value, Const) and isinstance(value.value, bool):
         return Tri.of(value.value)
@@ -708,20 +701,26 @@ class ExpressionEvaluator(SavedTensors):
                 operands[str(len(operands))] = (value, source_text(arg.value))
         return operands
 
-    def keyword(self, node: cst.Call, args: list, name: str) -> Optional[Value]:
+    def argument(self, node: cst.Call, args: list, name: str,
+                 position: Optional[int] = None) -> Optional[Value]:
+        """The value passed as ``name=``, else as the ``position``-th positional argument."""
+        positional = []
         for arg, value in zip(node.args, args):
             if arg.keyword is not None and arg.keyword.value == name:
                 return value
+            if arg.keyword is None and not arg.star:
+                positional.append(value)
+        if position is not None and position < len(positional):
+            return positional[position]
         return None
 
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
                       args: list) -> Value:
-        positional, keywords, _ = split_args(node)
         receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
         if name == "requires_grad_":
-            flag_node = keywords.get("requires_grad", positional[0] if positional else None)
-            flag = Tri.YES if flag_node is None else tri_of(args[0] if args else UNKNOWN)
-            self.set_requires_grad(st, tensor, flag, node, "`requires_grad_()`")
+            flag = self.argument(node, args, "requires_grad", 0)
+            self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
+                                   "`requires_grad_()`")
             return tensor
         if name == "detach_":
             facts = self.facts(st, tensor)
@@ -746,10 +745,9 @@ class ExpressionEvaluator(SavedTensors):
             self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name)
             return tensor
         if name == "backward":
-            retain = self.keyword(node, args, "retain_graph")
-            create = self.keyword(node, args, "create_graph")
-            if len(positional) > 1:
-                retain = args[1]
+            # Tensor.backward(gradient, retain_graph, create_graph)
+            retain = self.argument(node, args, "retain_graph", 1)
+            create = self.argument(node, args, "create_graph", 2)
             self.run_backward(st, node, [tensor], _retains(retain, create),
                               source_text(receiver_node))
             return Const(None)
@@ -773,7 +771,7 @@ class ExpressionEvaluator(SavedTensors):
             return self.new_tensor(st, id(node), TensorFacts(
                 requires_grad=facts.requires_grad & st.grad, producer=name))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
-            return self.factory(st, node, keywords, args, f"`{name}`")
+            return self.factory(st, node, args, f"`{name}`")
         if name in TORCH.torch_functions or name == "clone":
             operands = self.positional_operands(node, args, (tensor, source_text(receiver_node)))
             return self.op_result(st, node, [tensor, *args], name, operands)
@@ -792,11 +790,9 @@ class ExpressionEvaluator(SavedTensors):
             rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
-    def factory(self, st: State, node: cst.Call, keywords: dict, args: list, how: str) -> TensorRef:
-        requires_grad = Tri.NO
-        if "requires_grad" in keywords:
-            index = [a.keyword.value if a.keyword else None for a in node.args].index("requires_grad")
-            requires_grad = tri_of(args[index])
+    def factory(self, st: State, node: cst.Call, args: list, how: str) -> TensorRef:
+        flag = self.argument(node, args, "requires_grad")
+        requires_grad = Tri.NO if flag is None else tri_of(flag)
         rewrapped = None
         if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
                 and _cut_from_graph(node.args[0].value, args[0], self.facts(st, args[0])):
@@ -811,28 +807,24 @@ class ExpressionEvaluator(SavedTensors):
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
-        positional, keywords, starred = split_args(node)
         arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
         if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
-            return self._torch_function(st, node, name, keywords, args, arg0)
+            return self._torch_function(st, node, name, args, arg0)
         if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
             if isinstance(arg0, TensorRef):
                 return self.tensor_method(st, node, arg0, name, args[1:])
             return UNKNOWN
         if name == "Parameter" and namespace.startswith("torch.nn"):
-            requires_grad = tri_of(args[[a.keyword.value if a.keyword else None
-                                         for a in node.args].index("requires_grad")]) \
-                if "requires_grad" in keywords else Tri.YES
-            if len(positional) > 1:
-                requires_grad = tri_of(args[1])
+            flag = self.argument(node, args, "requires_grad", position=1)
+            requires_grad = Tri.YES if flag is None else tri_of(flag)
             return self.new_tensor(st, id(node), TensorFacts(
                 requires_grad=requires_grad, is_leaf=Tri.YES,
                 grad_origin=Origin(node, "`nn.Parameter`")))
         if namespace == "torch.nn.functional":
-            return self._functional(st, node, name, positional, keywords, args, arg0)
+            return self._functional(st, node, name, args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):
-            retain = self.keyword(node, args, "retain_graph")
-            create = self.keyword(node, args, "create_graph")
+            retain = self.argument(node, args, "retain_graph")
+            create = self.argument(node, args, "create_graph")
             roots = arg0.items if isinstance(arg0, Seq) else [arg0]
             self.run_backward(st, node, roots, _retains(retain, create),
                               source_text(node.args[0].value) if node.args else "the tensor")
@@ -853,21 +845,22 @@ class ExpressionEvaluator(SavedTensors):
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
         if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
-            return self._build_module(st, node, name, positional, keywords, args)
+            return self._build_module(node, name, args)
         if qualname in TORCH.grad_mode_contexts:
             return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
         return UNKNOWN
 
-    def _torch_function(self, st, node, name, keywords, args, arg0) -> Value:
+    def _torch_function(self, st, node, name, args, arg0) -> Value:
         context = TORCH.grad_mode_contexts.get(f"torch.{name}")
         if context is not None:
             return self._grad_mode(st, context, args, node)
         if name == "Variable":
-            self.dispatch("legacy_variable", LegacyVariable(node, "volatile" in keywords))
-            if not any(a.keyword and a.keyword.value == "requires_grad" for a in node.args):
+            volatile = self.argument(node, args, "volatile") is not None
+            self.dispatch("legacy_variable", LegacyVariable(node, volatile))
+            if self.argument(node, args, "requires_grad") is None:
                 return arg0 if isinstance(arg0, TensorRef) else UNKNOWN
         if name in TORCH.factories or name == "Variable":
-            return self.factory(st, node, keywords, args, f"`torch.{name}`")
+            return self.factory(st, node, args, f"`torch.{name}`")
         if name in TORCH.legacy_tensor_types:
             return self.new_tensor(st, id(node), TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
         if name in TORCH.inplace_functions:
@@ -907,22 +900,17 @@ class ExpressionEvaluator(SavedTensors):
             st.heap[item.obj] = self.facts(st, item).evolve(saves=all_saves)
         return Seq(tuple(items))
 
-    def _functional(self, st, node, name, positional, keywords, args, arg0) -> Value:
+    def _functional(self, st, node, name, args, arg0) -> Value:
         if name in TORCH.functional_inplace_functions:
             self.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`",
                               method=f"F.{name}")
             return arg0
         if name in TORCH.functional_inplace_params:
-            position = TORCH.inplace_positions.get(f"F.{name}")
-            flag_node = keywords.get("inplace")
-            if flag_node is None and position is not None and position < len(positional):
-                flag_node = positional[position]
-            if flag_node is not None:
-                flag = tri_of(args[[a.value for a in node.args].index(flag_node)])
-                if flag is Tri.YES:
-                    self.emit_inplace(st, node, arg0, node.args[0].value,
-                                      f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
-                    return arg0
+            flag = self.argument(node, args, "inplace", TORCH.inplace_positions.get(f"F.{name}"))
+            if flag is not None and tri_of(flag) is Tri.YES:
+                self.emit_inplace(st, node, arg0, node.args[0].value,
+                                  f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
+                return arg0
         if name in TORCH.functional_functions:
             return self.op_result(st, node, args, f"F.{name}", self.positional_operands(node, args))
         return UNKNOWN
@@ -941,24 +929,17 @@ class ExpressionEvaluator(SavedTensors):
         st.grad = mode  # set_grad_enabled(...) takes effect when called
         return GradMode(mode)
 
-    def _build_module(self, st, node, kind, positional, keywords, args) -> Value:
-        keyword_values = {a.keyword.value: v for a, v in zip(node.args, args) if a.keyword}
+    def _build_module(self, node, kind, args) -> Value:
         inplace = Tri.NO
         if kind in TORCH.inplace_modules:
-            position = TORCH.inplace_positions.get(f"nn.{kind}")
-            if "inplace" in keyword_values:
-                inplace = tri_of(keyword_values["inplace"])
-            elif position is not None and position < len(positional):
-                inplace = tri_of(args[position])
+            flag = self.argument(node, args, "inplace", TORCH.inplace_positions.get(f"nn.{kind}"))
+            inplace = Tri.NO if flag is None else tri_of(flag)
         absent = frozenset()
-        for flag, params in (("bias", ("bias",)), ("affine", ("weight", "bias")),
-                             ("elementwise_affine", ("weight", "bias"))):
-            if flag in keyword_values:
-                value = tri_of(keyword_values[flag])
-                if value is Tri.NO:
-                    absent |= frozenset(params)
-                elif value is Tri.MAYBE:
-                    absent |= frozenset()  # unknown: the parameter may be None
+        for flag_name, params in (("bias", ("bias",)), ("affine", ("weight", "bias")),
+                                  ("elementwise_affine", ("weight", "bias"))):
+            flag = self.argument(node, args, flag_name)
+            if flag is not None and tri_of(flag) is Tri.NO:
+                absent |= frozenset(params)
         children = tuple(args) if kind == "Sequential" else ()
         return ModuleObj(kind=kind, obj=id(node), inplace=inplace, absent=absent,
                          children=children, origin=node)

@@ -53,15 +53,15 @@ class SavedTensors:
 
     def covers(self, written: Hashable, saved: Hashable) -> bool:
         """Whether writing ``written`` changes the saved storage ``saved``."""
-        if written == saved:
-            return True
-        if _is_group(written):
-            owners = self.owned.get(written[0], frozenset((written[0],)))
-            return saved in owners or (isinstance(saved, tuple) and saved[0] in owners)
-        if _is_group(saved):
-            owners = self.owned.get(saved[0], frozenset((saved[0],)))
-            return written in owners or (isinstance(written, tuple) and written[0] in owners)
-        return False
+        return written == saved or self._in_group(written, saved) \
+            or self._in_group(saved, written)
+
+    def _in_group(self, group: Hashable, storage: Hashable) -> bool:
+        """``group`` is "some parameter of owner O" and ``storage`` belongs to O."""
+        if not _is_group(group):
+            return False
+        owners = self.owned.get(group[0], frozenset((group[0],)))
+        return storage in owners or (isinstance(storage, tuple) and storage[0] in owners)
 
     def note_owner(self, value: Value) -> Optional[Hashable]:
         """Remember which objects belong to a module (for ``covers``); return its id."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Optional
 
 from gradguard.facts import TensorFacts, Tri
-from gradguard.values import UNKNOWN, Value, join_values
+from gradguard.values import Value, join_values
 
 
 class State:
@@ -74,12 +74,8 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
     env = {}
     for key, value in a.env.items():
         other = b.env.get(key)
-        if other is not None:
-            joined = join_values(value, other)
-            if joined is not UNKNOWN:
-                env[key] = joined
-            else:
-                env[key] = UNKNOWN  # bound on both paths, to different things
+        if other is not None:  # a name bound on one path only is not known after the join
+            env[key] = join_values(value, other)
     heap = dict(b.heap)
     for obj, facts in a.heap.items():
         other = heap.get(obj)
@@ -93,5 +89,5 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
 def join_all(states) -> Optional[State]:
     result = None
     for state in states:
-        result = join(result, state) if result is not None else (state.copy() if state else None)
+        result = join(result, state)
     return result

@@ -1,0 +1,19 @@
+"""Where nodes are in the file: libcst's PositionProvider, run at most once per file and
+only when something asks (a finding to place, a message citing a line)."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import CodePosition, MetadataWrapper, PositionProvider
+
+
+class Positions:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._starts = None
+
+    def start(self, node: cst.CSTNode) -> CodePosition:
+        if self._starts is None:  # a full code-generation pass: only for files that need it
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._starts = wrapper.resolve(PositionProvider)
+        return self._starts[node].start
