@@ -213,7 +213,8 @@ class Interpreter(ExpressionEvaluator):
             base = self.evaluate(target.value, st)
             kind = self.index_kind(target, st)
             if isinstance(base, TensorRef):
-                self.emit_inplace(st, node, base, target.value, "item assignment", index=kind)
+                self.emit_inplace(st, node, base, target.value, "item assignment", index=kind,
+                                  operands=[value])
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
@@ -257,7 +258,8 @@ class Interpreter(ExpressionEvaluator):
         current = self.evaluate(node.target, st)
         operand = self.evaluate(node.value, st)
         if isinstance(current, TensorRef) and operator is not None:
-            self.emit_inplace(st, node, current, node.target, f"`{operator}`")
+            self.emit_inplace(st, node, current, node.target, f"`{operator}`",
+                              operands=[operand])
             return st  # the same object, changed in place
         if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
             result = self.op_result(st, node, (current, operand), "matmul", {
@@ -297,7 +299,7 @@ class Interpreter(ExpressionEvaluator):
         for alias in node.names:
             name = alias.name.value
             bound = alias.asname.name.value if alias.asname is not None else name
-            if node.relative or not _is_torch(module):
+            if node.relative or not _is_known_module(module):
                 st.bind(bound, UNKNOWN)
             else:
                 st.bind(bound, Ref(f"{module}.{name}"))
@@ -340,14 +342,32 @@ class Interpreter(ExpressionEvaluator):
 
     def _if(self, node: cst.If, st: State) -> Optional[State]:
         self.evaluate(node.test, st)
-        then = self.suite(node.body, st.copy())
-        if node.orelse is None:
-            otherwise = st
-        elif isinstance(node.orelse, cst.If):
-            otherwise = self._if(node.orelse, st.copy())
-        else:
-            otherwise = self.suite(node.orelse.body, st.copy())
+        then = st.copy()
+        self._refine(node.test, then, True)
+        then = self.suite(node.body, then)
+        otherwise = st.copy() if node.orelse is not None else st
+        self._refine(node.test, otherwise, False)
+        if isinstance(node.orelse, cst.If):
+            otherwise = self._if(node.orelse, otherwise)
+        elif node.orelse is not None:
+            otherwise = self.suite(node.orelse.body, otherwise)
         return join(then, otherwise)
+
+    def _refine(self, test: cst.BaseExpression, st: State, truth: bool) -> None:
+        """What a branch learns from its test: inside ``if loss.requires_grad:`` the
+        loss requires grad (and after ``if not ...: return`` it does too)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self._refine(test.expression, st, not truth)
+        elif isinstance(test, cst.BooleanOperation) and \
+                isinstance(test.operator, cst.And if truth else cst.Or):
+            self._refine(test.left, st, truth)
+            self._refine(test.right, st, truth)
+        elif isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+            tensor = st.env.get(dotted(test.value) or "")
+            if isinstance(tensor, TensorRef) and tensor.obj in st.heap:
+                facts = st.heap[tensor.obj]
+                st.heap[tensor.obj] = facts.evolve(
+                    requires_grad=Tri.of(truth), why_no_grad=None if truth else facts.why_no_grad)
 
     def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
               exits_normally: bool) -> Optional[State]:
@@ -720,12 +740,14 @@ def _widen(head: State, entry: State) -> State:
     return widened
 
 
-def _is_torch(module: str) -> bool:
-    return module == "torch" or module.startswith("torch.")
+def _is_known_module(module: str) -> bool:
+    """torch, and the standard modules whose functions the engine follows
+    (``itertools.chain`` over parameters)."""
+    return module in ("torch", "itertools") or module.startswith("torch.")
 
 
 def _module_ref(name: str) -> Value:
-    return Ref(name) if _is_torch(name) else UNKNOWN
+    return Ref(name) if _is_known_module(name) else UNKNOWN
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

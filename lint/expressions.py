@@ -68,6 +68,12 @@ TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len",
                       "int", "float", "round", "iter", "sorted"})
+# Callables the engine does not follow that only read what they receive.
+READ_ONLY_CALLS = frozenset({
+    "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
+    "type", "vars", "dir", "callable", "hash", "debug", "info", "warning", "warn", "error",
+    "critical", "exception", "log",
+})
 # Decorators known not to change grad mode or how a function body runs.
 NEUTRAL_DECORATORS = frozenset({
     "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
@@ -153,6 +159,8 @@ class ExpressionEvaluator(SavedTensors):
         return UNKNOWN_TENSOR
 
     def new_tensor(self, st: State, obj: Hashable, facts: TensorFacts) -> TensorRef:
+        if st.saves and obj in st.heap:
+            self.retire_storage(st, obj)
         st.heap[obj] = facts
         return TensorRef(obj)
 
@@ -286,9 +294,10 @@ class ExpressionEvaluator(SavedTensors):
     def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
                      target_node: cst.CSTNode | str, operation: str,
                      index: Optional[IndexKind] = None, method: Optional[str] = None,
-                     site: Optional[Hashable] = None) -> None:
+                     site: Optional[Hashable] = None, operands: Iterable[Value] = ()) -> None:
         """A write into ``target``'s storage: tell the rules, and note which saved
-        tensors it changed."""
+        tensors it changed. ``operands`` are the values written in (``y`` in ``x += y``,
+        ``x.copy_(y)``, ``x[i] = y``): when one requires grad, so does ``x`` afterwards."""
         if not isinstance(target, TensorRef):
             return
         facts = self.facts(st, target)
@@ -326,6 +335,31 @@ class ExpressionEvaluator(SavedTensors):
             record = SaveRecord((site or id(node), "result"), counter, method, node, text)
             self.add_saves(st, [record])
             st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
+        if operands:
+            self.absorb_operands(st, [target.obj] + ([root] if root is not None else []),
+                                 operands)
+
+    def absorb_operands(self, st: State, written: list, operands: Iterable[Value]) -> None:
+        """An in-place op whose operand requires grad (``total += loss``, ``x.copy_(y)``,
+        ``emb[mask] = proj(h)``) puts the written tensor, and the base it views, into the
+        operand's graph: it requires grad and is no longer a leaf."""
+        gained, saves = Tri.NO, frozenset()
+        for value in operands:
+            gained = gained | self.requires_grad_of(st, value)
+            saves |= self.saves_of(st, value)
+        gained = gained & st.grad
+        if gained is Tri.NO:
+            return
+        for obj in written:
+            facts = st.heap.get(obj)
+            if facts is None or facts.untracked:
+                continue
+            requires_grad = facts.requires_grad | gained
+            st.heap[obj] = facts.evolve(
+                requires_grad=requires_grad,
+                is_leaf=Tri.NO if requires_grad is Tri.YES else facts.is_leaf.join(Tri.NO),
+                why_no_grad=None,
+                saves=facts.saves | saves if gained is Tri.YES else facts.saves)
 
     def dispatch(self, kind: str, event) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -418,6 +452,16 @@ class ExpressionEvaluator(SavedTensors):
             self.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
         return UNKNOWN
+
+    def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
+        """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
+        ``model.parameters()``: every parameter of ``modules`` (a model and its layers)."""
+        for module in modules:
+            st.heap[(module, "*frozen")] = TensorFacts(requires_grad=flag)
+        for obj, facts in st.heap.items():
+            if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
+                    and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
+                st.heap[obj] = facts.evolve(requires_grad=flag)
 
     def parameter_facts(self, st: State, owner: Value, origin: object, how: str) -> TensorFacts:
         frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))
@@ -580,6 +624,8 @@ class ExpressionEvaluator(SavedTensors):
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
         if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
             return self.builtin_call(st, node, callee.qualname[9:], args)
+        if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
+            return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
         if isinstance(callee, Ref):
             return self.torch_call(st, node, callee.qualname, args)
         if isinstance(callee, ModuleObj):
@@ -590,7 +636,22 @@ class ExpressionEvaluator(SavedTensors):
             return self.user_module_call(st, node, callee, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
             return self.inline_call(st, node, callee, args)
+        if callee is UNKNOWN:
+            self.opaque_call(st, node, args)
         return UNKNOWN
+
+    def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
+        """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
+        may freeze the modules it receives or replace their layers: whether their
+        parameters require grad is unknown afterwards. Calls known only to read
+        (``print(model)``, ``logger.info(model)``) leave them as they are."""
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
+            else node.func.value if isinstance(node.func, cst.Name) else ""
+        if name in READ_ONLY_CALLS:
+            return
+        for value in args:
+            if isinstance(value, (ModuleObj, Instance)):
+                self.set_parameters_requires_grad(st, self.owners_of(value), Tri.MAYBE)
 
     def user_module_call(self, st: State, node: cst.Call, module: Instance, args: list) -> Value:
         """Calling an ``nn.Module`` defined in the file. Its forward is not followed here;
@@ -680,11 +741,8 @@ class ExpressionEvaluator(SavedTensors):
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
-            flag = tri_of(args[0]) if args else Tri.YES
-            st.heap[(owner.obj, "*frozen")] = TensorFacts(requires_grad=flag)
-            for obj in list(st.heap):
-                if isinstance(obj, tuple) and obj[0] == owner.obj and obj[1] != "*frozen":
-                    st.heap[obj] = st.heap[obj].evolve(requires_grad=flag)
+            self.set_parameters_requires_grad(st, self.owners_of(owner),
+                                              tri_of(args[0]) if args else Tri.YES)
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.module_call(st, node, owner, args)
@@ -742,7 +800,8 @@ class ExpressionEvaluator(SavedTensors):
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
             return Const(None)
         if name in TORCH.inplace_methods:
-            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name)
+            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
+                              operands=args)
             return tensor
         if name == "backward":
             # Tensor.backward(gradient, retain_graph, create_graph)
@@ -782,6 +841,9 @@ class ExpressionEvaluator(SavedTensors):
         facts = self.facts(st, tensor)
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves; not this engine's business
+        if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
+            owner = tensor.obj[0]
+            self.set_parameters_requires_grad(st, self.owned.get(owner, frozenset((owner,))), flag)
         cut_off = flag is Tri.YES and facts.why_no_grad is not None and (
             facts.producer is not None or facts.untracked)  # computed, then cut from its graph
         st.heap[tensor.obj] = facts.evolve(
@@ -865,14 +927,16 @@ class ExpressionEvaluator(SavedTensors):
             return self.new_tensor(st, id(node), TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
         if name in TORCH.inplace_functions:
             self.emit_inplace(st, node, arg0, node.args[0].value if node.args else node,
-                              f"`torch.{name}`")
+                              f"`torch.{name}`", operands=args[1:])
             return arg0
         if name in TORCH.view_functions and isinstance(arg0, TensorRef):
             return self.view_of(st, node, arg0, f"torch.{name}")
         if name in TORCH.multi_view_functions:
             return self.multi_views(st, node, arg0, f"torch.{name}")
-        if name in ("is_grad_enabled", "is_tensor", "numel"):
-            return UNKNOWN
+        if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
+            return arg0  # the compiled module shares the original's parameters
+        if name in TORCH.non_tensor_functions or name == "is_tensor":
+            return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
         if name in TORCH.torch_functions and name[0].islower():
             return self.op_result(st, node, args, f"torch.{name}",
                                   self.positional_operands(node, args))

@@ -80,6 +80,11 @@ class TorchAPI:
         return self._set("torch_function_names")
 
     @cached_property
+    def non_tensor_functions(self) -> frozenset:
+        """torch functions that return no tensor (``load``, ``save``, ``manual_seed``)."""
+        return self._set("non_tensor_functions")
+
+    @cached_property
     def functional_functions(self) -> frozenset:
         return self._set("functional_function_names")
 

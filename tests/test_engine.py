@@ -437,6 +437,109 @@ CASES = {
         c, d = x.tensor_split(2)
         c.mul_(2)
         """, {(4, "GG203")}),
+    # --- what a write brings in, what a branch learns, what a site re-makes -------------
+    "an in-place op with a grad operand makes the target require grad": ("""
+        import torch
+        import torch.nn.functional as F
+        w = torch.ones(3, requires_grad=True)
+        total = torch.tensor(0.)
+        for i in range(3):
+            total += F.mse_loss(w * i, torch.zeros(3))
+        total.backward()
+        """, set()),
+    "copy_ from a grad tensor makes a buffer require grad": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        buf = torch.zeros(3)
+        buf.copy_(w * 2)
+        buf.sum().backward()
+        """, set()),
+    "a tensor that stays out of the graph still fails backward": ("""
+        import torch
+        total = torch.tensor(0.)
+        total += torch.ones(())
+        total.backward()
+        """, {(4, "GG304")}),
+    "if t.requires_grad refines the branch": ("""
+        import torch
+        loss = torch.tensor(0.)
+        if loss.requires_grad:
+            loss.backward()
+        if not loss.requires_grad:
+            pass
+        else:
+            loss.backward()
+        """, set()),
+    "a loop's next allocation is a new tensor": ("""
+        import torch
+        import torch.nn as nn
+        relu = nn.ReLU(inplace=True)
+        bn = nn.BatchNorm1d(2)
+        outs = []
+        for chunk in torch.chunk(torch.randn(4, 4, requires_grad=True), 2, 1):
+            out = relu(bn(chunk))
+            outs.append(out)
+        torch.cat(outs, 1).sum().backward()
+        """, set()),
+    "a write in the same iteration is still seen": ("""
+        import torch
+        x = torch.randn(4, requires_grad=True)
+        for i in range(3):
+            h = torch.sigmoid(x)
+            h.add_(1)
+            h.sum().backward()
+        """, {(5, "GG201")}),
+    # --- freezing and calls the engine cannot see into ---------------------------------
+    "freezing every parameter in a loop freezes the layers": ("""
+        import torch
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(2, 2))
+        for p in model.parameters():
+            p.requires_grad = False
+        model[0].weight.copy_(torch.ones(2, 2))
+        """, set()),
+    "requires_grad_(False) on a model freezes its layers": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+        net = Net()
+        net.requires_grad_(False)
+        net.fc.weight.zero_()
+        """, set()),
+    "an opaque call may freeze the module it receives": ("""
+        import torch
+        import torch.nn as nn
+        from torchao import quantize_
+        model = nn.Sequential(nn.Linear(2, 2))
+        quantize_(model, None)
+        model[0].weight.copy_(torch.ones(2, 2))
+        """, set()),
+    "print(model) only reads it": ("""
+        import torch
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(2, 2))
+        print(model)
+        model[0].weight.copy_(torch.ones(2, 2))
+        """, {(5, "GG101")}),
+    "torch.load gives no tensor": ("""
+        import torch
+        state = torch.load("state.pt", weights_only=False)
+        state["args"].data = 1
+        """, set()),
+    "an optimizer over itertools.chain owns both modules": ("""
+        import itertools
+        import torch
+        import torch.nn as nn
+        g, e = nn.Linear(2, 2), nn.Linear(2, 2)
+        opt = torch.optim.Adam(itertools.chain(g.parameters(), e.parameters()))
+        loss = e(torch.sigmoid(g(torch.randn(3, 2)))).sum()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+        """, {(8, "GG202")}),
 }
 
 

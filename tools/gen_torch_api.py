@@ -59,7 +59,8 @@ Keys:
   grad_mode_contexts: GRAD_MODE_CONTEXTS entries (name -> "on", "off" or "arg") that resolve.
   public_modules: PUBLIC_MODULES entries that import.
   torch_function_names, functional_function_names: public non-class callables in torch and
-    torch.nn.functional. nn_module_classes: public torch.nn classes subclassing nn.Module.
+    torch.nn.functional. non_tensor_functions: those torch functions that return no tensor
+    (no ATen overload returns one; without a schema, the return annotation names none). nn_module_classes: public torch.nn classes subclassing nn.Module.
 """
 
 import ast
@@ -313,6 +314,27 @@ def non_tensor_members():
     return sorted(out)
 
 
+def non_tensor_functions(names):
+    """Public torch functions that return no tensor: no ATen overload returns one, or (for
+    functions without a schema) the return annotation names no Tensor. ``torch.load``
+    (``-> Any``), ``torch.save``, ``torch.manual_seed``: what they give is not a tensor
+    result, and tensor rules must not fire on it."""
+    out = []
+    for name in names:
+        schemas = SCHEMAS.get(name, [])
+        if schemas:
+            if not any("Tensor" in str(r.type) for s in schemas for r in s.returns):
+                out.append(name)
+            continue
+        try:
+            returns = inspect.signature(getattr(torch, name)).return_annotation
+        except (TypeError, ValueError):
+            continue
+        if returns is not inspect.Signature.empty and "Tensor" not in str(returns):
+            out.append(name)
+    return out
+
+
 def init_params(cls):
     """Parameter names of ``cls.__init__``, following ``*args`` signatures to the bases."""
     for klass in cls.__mro__:
@@ -409,6 +431,7 @@ def build():
         "grad_mode_contexts": {k: v for k, v in GRAD_MODE_CONTEXTS.items() if resolves(k)},
         "public_modules": [m for m in PUBLIC_MODULES if resolves(m)],
         "torch_function_names": torch_functions,
+        "non_tensor_functions": non_tensor_functions(torch_functions),
         "functional_function_names": public(F),
         "nn_module_classes": module_classes,
     }
