@@ -15,6 +15,7 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from gradguard.expressions import (
+    CONTAINERS,
     NEUTRAL_DECORATORS,
     ExpressionEvaluator,
     _all_params,
@@ -22,6 +23,7 @@ from gradguard.expressions import (
     source_text,
     tri_of,
 )
+from gradguard.calls import UserCalls
 from gradguard.events import InplaceWrite
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
@@ -41,13 +43,10 @@ from gradguard.values import (
     Instance,
     IterableOf,
     ModuleObj,
-    Optimizer,
-    ParamsOf,
     Ref,
     Seq,
     TensorRef,
     Value,
-    join_values,
 )
 
 AUGMENTED_OPERATORS = {
@@ -57,7 +56,6 @@ AUGMENTED_OPERATORS = {
     cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
 MAX_LOOP_PASSES = 4
-MAX_INLINE_DEPTH = 2  # calls followed into same-file functions, one inside another
 
 Report = Callable[[cst.CSTNode, str, str], None]
 
@@ -91,8 +89,8 @@ class Interpreter(ExpressionEvaluator):
                                  Optional[Tri]]] = []
         self.in_function = False
         self.method: Optional[tuple[str, cst.FunctionDef]] = None  # (self's name, def)
-        self.inlining: list[cst.FunctionDef] = []  # functions being followed from a call
-        self._writes_cache: dict[int, bool] = {}
+        self.calls = UserCalls(self)  # calls into the file's own functions and modules
+        self.constructing: list[Instance] = []  # the classes whose __init__ is running
         self.returns: list[list] = []  # per followed call: (state, value) at each return
         self._report = report
         for rule_class in rules:
@@ -147,12 +145,14 @@ class Interpreter(ExpressionEvaluator):
 
     # ----------------------------------------------------------------- driver
     def run(self) -> None:
+        self.calls.start_scope(None)
         st = self.block(self.module.body, State({}, {}, Tri.YES))
         globals_ = st.env if st is not None else {}
         self.module_heap = st.heap if st is not None else {}
         self.in_function = True
         while self.pending:
             function, closure, self_value, grad_mode = self.pending.pop(0)
+            self.calls.start_scope(globals_)
             self.function_body(function, closure, globals_, self_value, grad_mode)
 
     def block(self, statements, st: Optional[State]) -> Optional[State]:
@@ -401,6 +401,9 @@ class Interpreter(ExpressionEvaluator):
 
     def _for(self, node: cst.For, st: State) -> Optional[State]:
         iterable = self.evaluate(node.iter, st)
+        layers = _known_layers(iterable)
+        if layers is not None:
+            return self._for_each_layer(node, st, layers)
         element = self.element_of(st, iterable, node.iter)
         # Each iteration binds a different object: its facts start afresh every time.
         fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
@@ -414,6 +417,30 @@ class Interpreter(ExpressionEvaluator):
         if node.orelse is not None and after is not None:
             after = self.suite(node.orelse.body, after)
         return after
+
+    def _for_each_layer(self, node: cst.For, st: State, layers: tuple) -> Optional[State]:
+        """``for layer in self.layers: x = layer(x)`` over a container whose layers are
+        known: the body runs once per layer, in order, as the container would."""
+        exits = []
+        state: Optional[State] = st
+        outer_context = self.allocation_context
+        for position, layer in enumerate(layers):
+            if state is None:
+                break
+            loop = _Loop()
+            self.loops.append(loop)
+            self.allocation_context = outer_context + ((id(node), position),)
+            try:
+                state = state.copy()
+                self.bind_target(node.target, layer, state, node)
+                state = join_all([self.suite(node.body, state), *loop.continues])
+            finally:
+                self.loops.pop()
+                self.allocation_context = outer_context
+            exits.extend(loop.breaks)
+        if node.orelse is not None and state is not None:
+            state = self.suite(node.orelse.body, state)
+        return join_all([state, *exits])
 
     def _while(self, node: cst.While, st: State) -> Optional[State]:
         self.evaluate(node.test, st)
@@ -482,7 +509,8 @@ class Interpreter(ExpressionEvaluator):
             ends.append(self.suite(case.body, case_state))
         return join_all([st, *ends])
 
-    def comprehension(self, node: cst.BaseComp, st: State) -> None:
+    def comprehension(self, node: cst.BaseComp, st: State) -> Value:
+        """Evaluate a comprehension; return what its element evaluates to."""
         inner = st.copy()  # comprehension names do not leak
         clause = node.for_in
         while clause is not None:
@@ -494,10 +522,11 @@ class Interpreter(ExpressionEvaluator):
             clause = clause.inner_for_in
         if isinstance(node, cst.DictComp):
             self.evaluate(node.key, inner)
-            self.evaluate(node.value, inner)
+            element = self.evaluate(node.value, inner)
         else:
-            self.evaluate(node.elt, inner)
+            element = self.evaluate(node.elt, inner)
         st.heap.update(inner.heap)  # objects the comprehension changed stay changed
+        return element
 
     # ----------------------------------------------------------------- functions, classes
     def _function_def(self, node: cst.FunctionDef, st: State,
@@ -530,43 +559,7 @@ class Interpreter(ExpressionEvaluator):
         return mode
 
     def inline_call(self, st: State, call: cst.Call, function: FunctionVal, args: list) -> Value:
-        """Follow a call into a function of this file when an argument carries evidence
-        (a tensor, a module, parameters, an optimizer): its writes, saves and backward
-        then happen in the caller's state. Two levels deep at most, never recursively."""
-        definition = function.node
-        if definition in self.inlining or len(self.inlining) >= MAX_INLINE_DEPTH \
-                or not isinstance(definition.body, cst.IndentedBlock) \
-                or not any(_carries_evidence(value) for value in args) \
-                or not self._writes(definition):
-            return UNKNOWN
-        inner = st.copy()
-        inner.grad = function.grad_mode if function.grad_mode is not None else st.grad
-        for name, value in _bind_arguments(definition.params, call, args).items():
-            inner.bind(name, value)
-        self.inlining.append(definition)
-        self.returns.append([])
-        try:
-            end = self.block(definition.body.body, inner)
-        finally:
-            self.inlining.pop()
-            returns = self.returns.pop()
-        out = join_all([end, *(state for state, _ in returns)])
-        if out is None:
-            return UNKNOWN  # it always raises
-        st.heap, st.saves, st.mutations, st.retained = out.heap, out.saves, out.mutations, \
-            out.retained
-        values = [value for _, value in returns] or [Const(None)]
-        result = values[0]
-        for value in values[1:]:
-            result = join_values(result, value)
-        return result
-
-    def _writes(self, function: cst.FunctionDef) -> bool:
-        """Whether a function can write a tensor or run a backward (worth following)."""
-        key = id(function)
-        if key not in self._writes_cache:
-            self._writes_cache[key] = _may_write(function)
-        return self._writes_cache[key]
+        return self.calls.call_function(st, call, function.node, function.grad_mode, args)
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
@@ -613,10 +606,14 @@ class Interpreter(ExpressionEvaluator):
             elif isinstance(value, ClassVal):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
-        info = ClassInfo(node.name.value, is_module)
+        info = ClassInfo(node.name.value, is_module, layer=layer)
         for parent in inherited:
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)
+            info.methods.update(parent.methods)
+            info.layer = info.layer or parent.layer
+            info.container = info.container or parent.container
+            info.unstable |= parent.unstable
         self_value = Instance(info, ("self", id(node)))
         for parameter in layer_parameters:
             obj = (self_value.obj, parameter)
@@ -627,6 +624,7 @@ class Interpreter(ExpressionEvaluator):
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"
                     for attr in _assigned_self_attrs(method)}
+        info.unstable |= unstable
         for method in methods:
             if method.name.value == "forward":
                 info.forward_arity = _returned_tuple_length(method)
@@ -636,12 +634,21 @@ class Interpreter(ExpressionEvaluator):
                 continue
             body_state = self.block([statement], body_state) or body_state
         for method in methods:
+            info.methods[method.name.value] = FunctionVal(
+                method, self._decorator_grad_mode(method, body_state))
+        for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)
-                end = self.block(method.body.body, init_state) \
-                    if isinstance(method.body, cst.IndentedBlock) else init_state
+                self.constructing.append(self_value)
+                try:
+                    end = self.block(method.body.body, init_state) \
+                        if isinstance(method.body, cst.IndentedBlock) else init_state
+                finally:
+                    self.constructing.pop()
                 if end is not None:
-                    self._collect_attributes(info, method, end, unstable)
+                    info.attrs.update(self_attributes(method, end, info.unstable))
+                    info.heap.update(end.heap)
+                info.container = self.containers.get(self_value.obj, info.container)
             else:
                 self._function_def(method, body_state, self_value)
         st.bind(node.name.value, ClassVal(info))
@@ -659,20 +666,32 @@ class Interpreter(ExpressionEvaluator):
                 init.env[f"{params[0].name.value}.{attr}"] = value
         return init
 
-    def _collect_attributes(self, info: ClassInfo, method: cst.FunctionDef, end: State,
-                            unstable: set) -> None:
-        params = list(method.params.params)
-        if not params:
-            return
-        prefix = params[0].name.value + "."
-        for path, value in end.env.items():
-            if not path.startswith(prefix):
-                continue
-            attr = path[len(prefix):]
-            if "." in attr or attr in unstable or value is UNKNOWN:
-                continue
-            info.attrs[attr] = value
-        info.heap.update(end.heap)
+
+MAX_UNROLLED_LAYERS = 32
+
+
+def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) -> dict:
+    """What a method (``__init__``) left on its first parameter: ``self.fc = ...``."""
+    params = list(method.params.params)
+    if not params:
+        return {}
+    prefix = params[0].name.value + "."
+    found = {}
+    for path, value in end.env.items():
+        attr = path[len(prefix):]
+        if path.startswith(prefix) and "." not in attr and attr not in unstable \
+                and value is not UNKNOWN:
+            found[attr] = value
+    return found
+
+
+def _known_layers(iterable: Value) -> Optional[tuple]:
+    """The layers of an ``nn.ModuleList``/``nn.Sequential`` whose layers are all known."""
+    if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS and iterable.children \
+            and len(iterable.children) <= MAX_UNROLLED_LAYERS \
+            and all(isinstance(child, (ModuleObj, Instance)) for child in iterable.children):
+        return iterable.children
+    return None
 
 
 def _objects_in(value: Value) -> list:
@@ -681,54 +700,6 @@ def _objects_in(value: Value) -> list:
     if isinstance(value, Seq):
         return [obj for item in value.items for obj in _objects_in(item)]
     return []
-
-
-def _may_write(function: cst.FunctionDef) -> bool:
-    """Whether a function's syntax may write a tensor or run a backward: augmented or
-    item assignment, ``.data`` assignment, ``x.<name>_()``, ``backward``, ``step``,
-    ``inplace=True``."""
-    for node in walk(function.body):
-        if isinstance(node, cst.AugAssign):
-            return True
-        if isinstance(node, cst.AssignTarget) and (
-                isinstance(node.target, cst.Subscript) or (
-                    isinstance(node.target, cst.Attribute) and node.target.attr.value == "data")):
-            return True
-        if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Attribute):
-                name = node.func.attr.value
-                if (name.endswith("_") and not name.startswith("_")) or name in ("backward", "step"):
-                    return True
-            if any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args):
-                return True
-    return False
-
-
-def _carries_evidence(value: Value) -> bool:
-    if isinstance(value, (TensorRef, ModuleObj, Instance, ParamsOf, Optimizer)):
-        return True
-    if isinstance(value, Seq):
-        return any(_carries_evidence(item) for item in value.items)
-    if isinstance(value, IterableOf):
-        return _carries_evidence(value.element)
-    return False
-
-
-def _bind_arguments(params: cst.Parameters, call: cst.Call, args: list) -> dict:
-    """Parameter name -> value for a call; what cannot be matched is unknown."""
-    bound = {param.name.value: UNKNOWN for param in _all_params(params)}
-    positional = list(params.posonly_params) + list(params.params)
-    position = 0
-    for arg, value in zip(call.args, args):
-        if arg.star:
-            return bound  # *args/**kwargs: positions unknown from here on
-        if arg.keyword is not None:
-            if arg.keyword.value in bound:
-                bound[arg.keyword.value] = value
-        elif position < len(positional):
-            bound[positional[position].name.value] = value
-            position += 1
-    return bound
 
 
 def _widen(head: State, entry: State) -> State:

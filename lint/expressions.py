@@ -48,6 +48,7 @@ from gradguard.values import (
     join_values,
 )
 
+ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context
 BINARY_OPS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div",
     cst.FloorDivide: "floor_divide", cst.Modulo: "remainder", cst.Power: "pow",
@@ -68,6 +69,9 @@ TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len",
                       "int", "float", "round", "iter", "sorted"})
+# Containers whose layers are known when built from a list (and run in order, for Sequential).
+CONTAINERS = frozenset({"Sequential", "ModuleList"})
+CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "register_module"})
 # Callables the engine does not follow that only read what they receive.
 READ_ONLY_CALLS = frozenset({
     "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
@@ -116,6 +120,11 @@ class ExpressionEvaluator(SavedTensors):
         super().__init__()
         self.handlers: dict[str, list] = {}
         self.labels: dict[Hashable, str] = {}  # object -> how the code names it
+        # Prefixes the objects made now: which unrolled iteration (of a loop over a
+        # container's layers) is running, so that each iteration makes its own tensors.
+        self.allocation_context: tuple = ()
+        # Instance object -> the container its super().__init__(*layers) built.
+        self.containers: dict[Hashable, ModuleObj] = {}
         self._eval = {
             cst.Name: self._name,
             cst.Attribute: self._attribute,
@@ -142,8 +151,9 @@ class ExpressionEvaluator(SavedTensors):
         if handler is not None:
             return handler(node, st)
         if isinstance(node, cst.BaseComp):
-            self.comprehension(node, st)
-            return UNKNOWN
+            element = self.comprehension(node, st)
+            return IterableOf(element) if element is not UNKNOWN \
+                and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
         for child in child_nodes(node):  # evaluate what is inside for its effects
             if isinstance(child, cst.BaseExpression):
                 self.evaluate(child, st)
@@ -158,9 +168,21 @@ class ExpressionEvaluator(SavedTensors):
             return st.heap.get(value.obj, UNKNOWN_TENSOR)
         return UNKNOWN_TENSOR
 
-    def new_tensor(self, st: State, obj: Hashable, facts: TensorFacts) -> TensorRef:
+    def allocate(self, st: State, site: Hashable) -> Hashable:
+        """The object a site makes now: the site, within the current allocation context
+        (an unrolled iteration). A site that made a tensor before makes a new one: what
+        graphs saved of the old one no write to the new one can change."""
+        obj = self.contextual(site)
         if st.saves and obj in st.heap:
             self.retire_storage(st, obj)
+        return obj
+
+    def contextual(self, site: Hashable) -> Hashable:
+        """The object a site stands for in the current allocation context."""
+        return (ALLOCATED_IN, self.allocation_context, site) if self.allocation_context else site
+
+    def new_tensor(self, st: State, site: Hashable, facts: TensorFacts) -> TensorRef:
+        obj = self.allocate(st, site)
         st.heap[obj] = facts
         return TensorRef(obj)
 
@@ -186,6 +208,7 @@ class ExpressionEvaluator(SavedTensors):
 
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
+        self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, saves, why, dropped = Tri.NO, frozenset(), None, frozenset()
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
@@ -364,7 +387,7 @@ class ExpressionEvaluator(SavedTensors):
     def dispatch(self, kind: str, event) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def comprehension(self, node: cst.BaseComp, st: State) -> None:  # overridden
+    def comprehension(self, node: cst.BaseComp, st: State) -> Value:  # overridden
         raise NotImplementedError
 
     def inline_call(self, st: State, node: cst.Call, function: FunctionVal,
@@ -404,7 +427,7 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(base, ModuleObj):
             return self._module_attribute(st, base, attr, path)
         if isinstance(base, Instance):
-            value = base.info.attrs.get(attr, UNKNOWN)
+            value = base.attributes().get(attr, UNKNOWN)
             self._import_heap(st, base.info.heap)
             if path is not None and value is not UNKNOWN:
                 st.env[path] = value
@@ -591,6 +614,10 @@ class ExpressionEvaluator(SavedTensors):
     # ----------------------------------------------------------------- calls
     def _call(self, node: cst.Call, st: State) -> Value:
         func = node.func
+        if _is_super_init(func) and self.constructing:
+            args = [self.evaluate(arg.value, st) for arg in node.args]
+            self.super_init(node, self.constructing[-1], args)
+            return Const(None)
         if isinstance(func, cst.Attribute):
             path = dotted(func)
             receiver = st.env.get(path) if path is not None and path in st.env else None
@@ -609,9 +636,39 @@ class ExpressionEvaluator(SavedTensors):
         args = [self.evaluate(arg.value, st) for arg in node.args]
         return self.call_value(st, node, receiver, args)
 
+    def super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
+        """``super().__init__(*layers)`` in a subclass of ``nn.Sequential``/``nn.ModuleList``:
+        the instance is that container, with those layers."""
+        if instance.info.layer in CONTAINERS:
+            children = _spread(node, args)
+            self.containers[instance.obj] = ModuleObj(
+                kind=instance.info.layer, obj=instance.obj, origin=node,
+                children=children if children is not None else (UNKNOWN,))
+
+    def _grow_container(self, st: State, path: Optional[str], container: ModuleObj,
+                        method: str, node: cst.Call, args: list) -> Value:
+        """``seq.add_module(name, layer)``, ``layers.append(layer)``: the container at
+        ``path`` now has that layer too (unknown where it lands)."""
+        if method in ("append", "add_module", "register_module") and args:
+            children = container.children + (args[-1],)
+        elif method == "extend" and args:
+            more = _spread_value(args[0])
+            children = container.children + more if more is not None else (UNKNOWN,)
+        else:
+            children = (UNKNOWN,)
+        if path is not None:
+            st.env[path] = ModuleObj(container.kind, container.obj, container.inplace,
+                                     container.absent, children, container.origin)
+        return Const(None)
+
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
         added = args[-1] if args else UNKNOWN
+        if isinstance(current, Seq) and method in ("append", "extend"):
+            more = (added,) if method == "append" else _spread_value(added)
+            if more is not None:  # the list's items stay known, in order
+                st.env[path] = current.appended(more)
+                return Const(None)
         if method == "extend":
             added = self.element_of(st, added, None)
         elements = list(current.items) if isinstance(current, Seq) else [current.element]
@@ -631,7 +688,7 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(callee, ModuleObj):
             return self.module_call(st, node, callee, args)
         if isinstance(callee, ClassVal):
-            return Instance(callee.info, id(node))
+            return self.calls.construct(st, node, callee.info, args)
         if isinstance(callee, Instance) and callee.info.is_module:
             return self.user_module_call(st, node, callee, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
@@ -654,10 +711,23 @@ class ExpressionEvaluator(SavedTensors):
                 self.set_parameters_requires_grad(st, self.owners_of(value), Tri.MAYBE)
 
     def user_module_call(self, st: State, node: cst.Call, module: Instance, args: list) -> Value:
-        """Calling an ``nn.Module`` defined in the file. Its forward is not followed here;
-        what is known: the output requires grad when its parameters do, and its graph
-        saved some of them when the input requires grad or two layers are chained."""
-        layers = [value for value in module.info.attrs.values()
+        """Calling an ``nn.Module`` defined in the file runs its ``forward`` (or, for a
+        subclass of ``nn.Sequential`` without one, the layers it was built with)."""
+        forward = module.info.methods.get("forward")
+        if forward is not None:
+            result = self.calls.call_method(st, node, module, forward, args)
+            if result is not None:
+                return result
+        elif isinstance(module.container, ModuleObj) and module.container.kind == "Sequential":
+            return self.module_call(st, node, module.container, args)
+        return self.opaque_module_call(st, node, module, args)
+
+    def opaque_module_call(self, st: State, node: cst.Call, module: Instance,
+                           args: list) -> Value:
+        """A module whose forward was not followed: the output requires grad when its
+        parameters do, and its graph saved some of them when the input requires grad or
+        two layers are chained."""
+        layers = [value for value in module.attributes().values()
                   if isinstance(value, TensorRef) or (
                       isinstance(value, ModuleObj) and (TORCH.module_parameters.get(value.kind)
                                                         or value.children))]
@@ -713,6 +783,8 @@ class ExpressionEvaluator(SavedTensors):
                 st.heap[obj] = self.parameter_facts(st, owner, origin, "a parameter")
             parameter = TensorRef(obj)
             return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
+            iterable = Seq(iterable.children)
         if isinstance(iterable, Seq) and iterable.items:
             element = iterable.items[0]
             for item in iterable.items[1:]:
@@ -746,6 +818,13 @@ class ExpressionEvaluator(SavedTensors):
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.module_call(st, node, owner, args)
+        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            return self._grow_container(st, dotted(receiver) if receiver is not None else None,
+                                        owner, name, node, args)
+        if isinstance(owner, Instance) and name in owner.info.methods:
+            result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
+            return UNKNOWN if result is None else result
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
@@ -1004,8 +1083,14 @@ class ExpressionEvaluator(SavedTensors):
             flag = self.argument(node, args, flag_name)
             if flag is not None and tri_of(flag) is Tri.NO:
                 absent |= frozenset(params)
-        children = tuple(args) if kind == "Sequential" else ()
-        return ModuleObj(kind=kind, obj=id(node), inplace=inplace, absent=absent,
+        children = ()
+        if kind == "Sequential":
+            children = _spread(node, args)
+            if children is None or any(isinstance(c, Seq) for c in children):
+                children = (UNKNOWN,)  # an OrderedDict, a list not spread: not followed
+        elif kind == "ModuleList" and args:
+            children = _spread_value(args[0]) or (UNKNOWN,)
+        return ModuleObj(kind=kind, obj=self.contextual(id(node)), inplace=inplace, absent=absent,
                          children=children, origin=node)
 
     def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list,
@@ -1017,10 +1102,15 @@ class ExpressionEvaluator(SavedTensors):
             input_text = source_text(node.args[0].value) if node.args else "the input"
         if module.kind == "Sequential":
             for position, child in enumerate(module.children):
+                if isinstance(child, Instance) and child.info.is_module:
+                    value = self.user_module_call(st, node, child, [value])
+                    continue
                 if not isinstance(child, ModuleObj):
                     return UNKNOWN
-                text = input_text if position == 0 else \
-                    f"the output of nn.{module.children[position - 1].kind}"
+                previous = module.children[position - 1] if position else None
+                text = input_text if previous is None else \
+                    f"the output of nn.{previous.kind}" if isinstance(previous, ModuleObj) \
+                    else f"the output of `{previous.info.name}`"
                 value = self.module_call(st, node, child, [value], text,
                                          f" (layer {position} of the `nn.Sequential`)",
                                          site=(id(node), position))
@@ -1043,6 +1133,38 @@ class ExpressionEvaluator(SavedTensors):
             return self.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
                                    entry.get("saved_outputs") or [], site)
         return self.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
+
+
+def _is_super_init(func: cst.BaseExpression) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+def _spread_value(value: Value) -> Optional[tuple]:
+    """The items of a list: known ones, or an element repeated (twice, so that what one
+    does to the next is seen)."""
+    if isinstance(value, Seq):
+        return value.items
+    if isinstance(value, IterableOf):
+        return (value.element, value.element)
+    return None
+
+
+def _spread(node: cst.Call, args: list) -> Optional[tuple]:
+    """A call's positional arguments with ``*list`` spread; None if a part is unknown."""
+    items: list = []
+    for arg, value in zip(node.args, args):
+        if arg.keyword is not None or arg.star == "**":
+            continue
+        if arg.star == "*":
+            spread = _spread_value(value)
+            if spread is None:
+                return None
+            items.extend(spread)
+        else:
+            items.append(value)
+    return tuple(items)
 
 
 def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorFacts) -> bool:

@@ -82,8 +82,10 @@ class SavedTensors:
             return frozenset(found)
         if isinstance(value, Instance):
             found = {value.obj}
-            for attr in value.info.attrs.values():
+            for attr in value.attributes().values():
                 found |= self.owners_of(attr)
+            if value.container is not None:
+                found |= self.owners_of(value.container)
             return frozenset(found)
         if isinstance(value, TensorRef):
             return frozenset((value.obj,))

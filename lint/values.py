@@ -85,6 +85,12 @@ class ClassInfo:
     forward_arity: int = 1  # how many outputs forward returns (a tuple of n, or 1)
     attrs: dict = field(default_factory=dict)  # attribute name -> Value
     heap: dict = field(default_factory=dict)  # the objects those values refer to
+    methods: dict = field(default_factory=dict)  # name -> FunctionVal, inherited ones too
+    layer: str = ""  # the torch.nn layer it derives from ("Sequential"), if any
+    # For a subclass of nn.Sequential/nn.ModuleList: the container its __init__ built
+    # (``super().__init__(*layers)``), which runs when it has no forward of its own.
+    container: Optional[Value] = None
+    unstable: frozenset = frozenset()  # attributes that methods other than __init__ rebind
 
 
 @dataclass(frozen=True)
@@ -94,15 +100,50 @@ class ClassVal(Value):
 
 @dataclass(frozen=True)
 class Instance(Value):
+    """An instance of a class of the file. ``attrs`` are what its own ``__init__``, run
+    with the arguments it was built with, set (``(name, value)`` pairs); without them the
+    class's (its ``__init__`` run with unknown arguments) stand."""
+
     info: ClassInfo
     obj: Hashable
+    attrs: tuple = ()
+
+    def attributes(self) -> dict:
+        if not self.attrs:
+            return self.info.attrs
+        return {**self.info.attrs, **{name: value for name, value in self.attrs
+                                      if name != CONTAINER}}
+
+    @property
+    def container(self) -> Optional[Value]:
+        return dict(self.attrs).get(CONTAINER, self.info.container)
+
+
+CONTAINER = "*container"  # the attribute holding what super().__init__(*layers) built
 
 
 @dataclass(frozen=True)
 class Seq(Value):
-    """A tuple or list whose items are known."""
+    """A tuple or list whose items are known.
+
+    A list grown in a loop (``layers.append(nn.Linear(...))``) has ``growth`` = (prefix,
+    body, tail): the prefix, then the body once per pass, then the part of the body
+    appended so far in the current pass. Its ``items`` then hold the body twice, so that
+    what one pass's last item does to the next pass's first is seen."""
 
     items: tuple
+    growth: Optional[tuple] = None
+
+    def appended(self, more: tuple) -> "Seq":
+        if self.growth is None:
+            return Seq(self.items + more)
+        prefix, body, tail = self.growth
+        tail += more
+        return repeated(prefix, body, () if tail == body else tail)
+
+
+def repeated(prefix: tuple, body: tuple, tail: tuple = ()) -> Seq:
+    return Seq(prefix + body + body + tail, (prefix, body, tail))
 
 
 @dataclass(frozen=True)
@@ -165,6 +206,9 @@ class FunctionVal(Value):
 def join_values(a: Value, b: Value) -> Value:
     if a == b:
         return a
+    repeated = _join_growth(a, b) or _join_growth(b, a)
+    if repeated is not None:
+        return repeated
     if isinstance(a, (Seq, IterableOf)) and isinstance(b, (Seq, IterableOf)):
         # lists: an empty list and a list of x's (a loop's exit) are a list of x's
         elements = [e for v in (a, b) for e in (v.items if isinstance(v, Seq) else (v.element,))]
@@ -181,3 +225,33 @@ def join_values(a: Value, b: Value) -> Value:
         )
         return NUMBER if both_numbers else UNKNOWN
     return UNKNOWN
+
+
+def _join_growth(shorter: Value, longer: Value) -> Optional[Seq]:
+    """A list before and after a loop pass appended to it (``prefix`` and ``prefix +
+    body``, or ``prefix + body`` and ``prefix + body + body``) joins as a grown list."""
+    if not (isinstance(shorter, Seq) and isinstance(longer, Seq)):
+        return None
+    if longer.growth is not None:
+        prefix, body, tail = longer.growth
+        if shorter.growth is None and _repeats(shorter.items, prefix, body):
+            return longer
+        if shorter.growth is not None and shorter.growth[:2] == (prefix, body):
+            return repeated(prefix, body, tail if tail == shorter.growth[2] else ())
+        return None
+    if shorter.growth is None and len(longer.items) > len(shorter.items) \
+            and longer.items[:len(shorter.items)] == shorter.items:
+        body = longer.items[len(shorter.items):]
+        prefix = shorter.items
+        if prefix[len(prefix) - len(body):] == body:
+            prefix = prefix[:len(prefix) - len(body)]
+        return repeated(prefix, body)
+    return None
+
+
+def _repeats(items: tuple, prefix: tuple, body: tuple) -> bool:
+    """``items`` is ``prefix`` then ``body`` some number of times (the last one partly)."""
+    if items[:len(prefix)] != prefix or not body:
+        return False
+    rest = items[len(prefix):]
+    return all(rest[i] == body[i % len(body)] for i in range(len(rest)))

@@ -1,0 +1,188 @@
+"""Calls into the file's own code: functions, methods, and the ``forward`` of its modules.
+
+A followed call runs the callee's body on the caller's state: the parameters are bound to
+the arguments, the names it reads are the module's globals (never the caller's locals),
+and grad mode is the caller's unless a decorator fixes it. What the body writes, saves,
+frees or steps flows back to the caller; the result is the join of its ``return``s.
+
+Calling an instance of a file-defined ``nn.Module`` runs its ``forward`` this way, with
+``self`` bound to the instance, so what ``forward`` writes in its argument or saves of its
+layers is seen where it happens. A class with no ``forward`` of its own that derives from
+``nn.Sequential`` runs the layers it handed to ``super().__init__``.
+
+Cost is bounded: a call is not followed into a function already being followed
+(recursion), deeper than ``MAX_CALL_DEPTH``, or once a top-level scope has followed
+``CALL_BUDGET`` statements. An unfollowed call gives an unknown: silence, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gradguard.facts import Tri
+from gradguard.expressions import _all_params
+from gradguard.state import State, join_all
+from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, Instance, Value, \
+    join_values
+from gradguard.walk import walk
+
+if TYPE_CHECKING:
+    from gradguard.engine import Interpreter
+
+MAX_CALL_DEPTH = 6  # calls followed one inside another
+CALL_BUDGET = 5_000  # statements followed into callees per top-level scope
+
+
+class UserCalls:
+    """Follows calls into the analysed file's functions, methods and module forwards."""
+
+    def __init__(self, interpreter: "Interpreter") -> None:
+        self.interpreter = interpreter
+        self.active: list[cst.FunctionDef] = []  # the calls being followed, innermost last
+        self.globals_stack: list[dict] = []  # the globals each followed callee reads
+        self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
+        self.spent = 0  # statements followed in this top-level scope
+        self._sizes: dict[int, int] = {}
+
+    def start_scope(self, globals_: Optional[dict]) -> None:
+        """A new top-level scope (the module body, or one function body) is analysed."""
+        self.scope_globals = globals_
+        self.spent = 0
+
+    # ----------------------------------------------------------------- entry points
+    def call_function(self, st: State, call: cst.Call, definition: cst.FunctionDef,
+                      grad_mode: Optional[Tri], args: list) -> Value:
+        """A call to a function of this file."""
+        result = self.run(st, definition, bind_arguments(definition.params, call, args),
+                          grad_mode)
+        return UNKNOWN if result is None else result
+
+    def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
+                    args: list) -> Optional[Value]:
+        """``instance.method(args)`` (``model(x)`` runs ``forward``); None if not followed."""
+        definition = method.node
+        params = list(definition.params.posonly_params) + list(definition.params.params)
+        if not params or _is_static(definition):
+            return None
+        shifted = [UNKNOWN, *args]  # self takes the first position
+        bindings = bind_arguments(definition.params, call, shifted, offset=1)
+        bindings[params[0].name.value] = instance
+        return self.run(st, definition, bindings, method.grad_mode)
+
+    def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
+        """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
+        its own layers and parameters (each instantiation its own objects)."""
+        interpreter = self.interpreter
+        instance = Instance(info, interpreter.contextual(id(call)))
+        init = info.methods.get("__init__")
+        if init is None:
+            return instance
+        params = list(init.node.params.posonly_params) + list(init.node.params.params)
+        if not params:
+            return instance
+        bindings = bind_arguments(init.node.params, call, [UNKNOWN, *args], offset=1)
+        bindings[params[0].name.value] = instance
+        outer_context = interpreter.allocation_context
+        interpreter.allocation_context = outer_context + (id(call),)
+        interpreter.constructing.append(instance)
+        try:
+            _, end = self._run(st, init.node, bindings, init.grad_mode)
+        finally:
+            interpreter.constructing.pop()
+            interpreter.allocation_context = outer_context
+        if end is None:
+            return instance
+        from gradguard.engine import self_attributes  # noqa: PLC0415 - avoids an import cycle
+
+        attrs = self_attributes(init.node, end, info.unstable)
+        container = interpreter.containers.get(instance.obj)
+        if container is not None:
+            attrs[CONTAINER] = container
+        return Instance(info, instance.obj, tuple(sorted(attrs.items())))
+
+    # ----------------------------------------------------------------- the run
+    def run(self, st: State, definition: cst.FunctionDef, bindings: dict,
+            grad_mode: Optional[Tri]) -> Optional[Value]:
+        """Run ``definition``'s body on ``st`` with ``bindings``; None if not followed."""
+        return self._run(st, definition, bindings, grad_mode)[0]
+
+    def _run(self, st: State, definition: cst.FunctionDef, bindings: dict,
+             grad_mode: Optional[Tri]) -> tuple[Optional[Value], Optional[State]]:
+        """The run; also returns the callee's own state at its end (None if not followed
+        or if it never returns)."""
+        interpreter = self.interpreter
+        if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
+                or not isinstance(definition.body, cst.IndentedBlock):
+            return None, None
+        size = self.size_of(definition)
+        if self.spent + size > CALL_BUDGET:
+            return None, None
+        self.spent += size
+        globals_ = self.globals_stack[-1] if self.globals_stack else (
+            self.scope_globals if self.scope_globals is not None else st.env)
+        inner = st.copy()
+        inner.env = dict(globals_)
+        inner.grad = grad_mode if grad_mode is not None else st.grad
+        for param in _all_params(definition.params):  # what the call did not pass
+            name = param.name.value
+            if name not in bindings:
+                inner.bind(name, UNKNOWN if param.default is None or param.star
+                           else interpreter.evaluate(param.default, inner))
+        for name, value in bindings.items():
+            inner.bind(name, value)
+        self.active.append(definition)
+        self.globals_stack.append(globals_)
+        interpreter.returns.append([])
+        try:
+            end = interpreter.block(definition.body.body, inner)
+        finally:
+            self.active.pop()
+            self.globals_stack.pop()
+            returns = interpreter.returns.pop()
+        out = join_all([end, *(state for state, _ in returns)])
+        if out is None:
+            return UNKNOWN, None  # it always raises
+        st.heap, st.saves, st.mutations, st.retained, st.alias_writes = \
+            out.heap, out.saves, out.mutations, out.retained, out.alias_writes
+        values = [value for _, value in returns] or [Const(None)]
+        result = values[0]
+        for value in values[1:]:
+            result = join_values(result, value)
+        return result, out
+
+    # ----------------------------------------------------------------- cost
+    def size_of(self, function: cst.FunctionDef) -> int:
+        """Statements in a function's body: what following a call to it costs."""
+        key = id(function)
+        if key not in self._sizes:
+            self._sizes[key] = sum(1 for node in walk(function.body)
+                                   if isinstance(node, cst.BaseSmallStatement))
+        return self._sizes[key]
+
+
+def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:
+    """Parameter name -> value for what a call passes (``offset`` positions are taken
+    already: ``self``). After a ``*args``/``**kwargs`` argument, every parameter not yet
+    bound is unknown (not its default)."""
+    names = [param.name.value for param in _all_params(params)]
+    bound: dict = {}
+    positional = list(params.posonly_params) + list(params.params)
+    position = offset
+    for arg, value in zip(call.args, args[offset:]):
+        if arg.star:
+            return {name: bound.get(name, UNKNOWN) for name in names}
+        if arg.keyword is not None:
+            if arg.keyword.value in names:
+                bound[arg.keyword.value] = value
+        elif position < len(positional):
+            bound[positional[position].name.value] = value
+            position += 1
+    return bound
+
+
+def _is_static(definition: cst.FunctionDef) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod",
+                                                                         "classmethod")
+               for d in definition.decorators)
