@@ -103,7 +103,7 @@ class SavedTensors:
                      site: Optional[Hashable] = None) -> frozenset:
         """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
         ``(value, text)``. Returns the new records (to add to the result's ``saves``)."""
-        entry = TORCH.saved_ops.get(op)
+        entry = TORCH.saved_ops.get(_overload(op, node, operands))
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
         result_requires_grad = self.facts(st, result).requires_grad if result else Tri.MAYBE
@@ -204,6 +204,25 @@ class SavedTensors:
         for mutation in sorted(st.mutations, key=_order):
             if mutation.save in needed:
                 self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, how))
+
+
+# Reductions whose two-tensor form is another op: torch.max(a, b) is torch.maximum(a, b),
+# which saves both inputs and not its result.
+BINARY_FORMS = {"min": "minimum", "max": "maximum"}
+
+
+def _overload(op: str, node: cst.CSTNode, operands: dict) -> Optional[str]:
+    """The table entry for this call of ``op``. The table's ``min``/``max`` is the full
+    reduction (it saves its result); with a second tensor it is ``minimum``/``maximum``;
+    with a ``dim`` it returns values and indices and saves what the user cannot write
+    through the values (nothing is recorded)."""
+    if op not in BINARY_FORMS:
+        return op
+    second = operands.get("1", (None, ""))[0]
+    if isinstance(second, TensorRef):
+        return BINARY_FORMS[op]
+    keywords = {arg.keyword.value for arg in getattr(node, "args", ()) if arg.keyword is not None}
+    return None if "1" in operands or keywords & {"dim", "other"} else op
 
 
 def _is_group(storage: Hashable) -> bool:
