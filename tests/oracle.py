@@ -71,6 +71,27 @@ that uses ``.data`` must also run clean with ``.data`` -> ``.detach()``, so an u
 (GG302), ``.detach()`` alias write (GG303), cut-off term (GG307) or ``Variable`` (GG308)
 is not: torch has nothing to say about those.
 
+Folder fixtures
+---------------
+A fixture may also be a folder, ``fixtures/<CODE>/bug_<name>/`` or ``ok_<name>/``: a
+program of several files, ``main.py`` (the entry point) plus the modules it imports
+(``models.py``, a subpackage ``pkg/__init__.py`` + ``pkg/layers.py``, ...).  Annotations
+may sit in any of its ``.py`` files, subfolders included; an annotated line is a
+*location* (file name relative to the folder, line).  Everything above holds per
+location: the base program for one is the folder with every *other* annotated location
+fixed, in whatever file; the all-fixed folder, and a near-miss folder, must run clean.
+
+A folder is run as ``python main.py`` would run it: its (rewritten) files are written to a
+fresh temporary directory, that directory goes first on ``sys.path``, and the folder's own
+module names are purged from ``sys.modules`` before and after the run, so every run
+imports the files as rewritten for it (``installed``).  ``main.py`` is executed in-process
+as ``__main__``.  "Innermost frame inside the fixture", "a warning attributed to the
+fixture" and the line a mode compares against mean any file of the folder, compared as
+(name in the folder, line).  "Final tensors" are ``main.py``'s globals (what a module keeps
+in its own globals is not read; a model built in ``main.py`` is, with its parameters).
+
+``Program`` is what the oracle verifies and runs: one file, or a folder.
+
 The annotation parser (``parse_expectations``) does not need torch, so the linter
 tests (tests/test_fixtures.py) can use it where torch is not installed.
 """
@@ -79,14 +100,18 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import io
+import os
 import re
 import sys
+import tempfile
 import tokenize
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable, Iterator
 
 try:
     import torch
@@ -237,7 +262,11 @@ def parse_expectations(source: str | bytes) -> dict[int, set[str]]:
     An oracle variant in brackets (``GG304[trains_nothing]``) is dropped: it is the
     oracle's business, the linter reports the bare code.
     """
-    return {line: {k.split("[", 1)[0] for k in keys} for line, keys in parse_annotations(source).items()}
+    return {line: _codes(keys) for line, keys in parse_annotations(source).items()}
+
+
+def _codes(keys: set[str]) -> set[str]:
+    return {k.split("[", 1)[0] for k in keys}
 
 
 # --------------------------------------------------------------------------- neutralising
@@ -500,6 +529,105 @@ def unwrap_variable(source: str, line: int) -> str:
     return src.apply(edits)
 
 
+# --------------------------------------------------------------------------- programs
+
+MAIN = "main.py"  # a folder fixture's entry point
+Loc = tuple[str, int]  # an annotated line: (file name in the program, line)
+
+
+def program_files(folder: Path) -> list[Path]:
+    """The ``.py`` files of a folder fixture, subfolders included (caches and hidden entries skipped)."""
+    return sorted(p for p in folder.rglob("*.py")
+                  if not any(part.startswith((".", "__pycache__")) for part in p.relative_to(folder).parts))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A fixture program: one file, or a folder of files run with ``main.py`` as entry point.
+
+    ``files`` holds (name, source) pairs: a single file's own name, or a folder's files by
+    their path relative to the folder (``models.py``, ``pkg/layers.py``).  Rewrites return
+    a new ``Program``; it is hashable, so the runs of one verification are cached by it.
+    """
+
+    path: str  # the fixture file or folder
+    files: tuple[tuple[str, str], ...]
+    folder: bool = False
+
+    @classmethod
+    def single(cls, source: str, path: str | Path) -> "Program":
+        return cls(str(path), ((Path(path).name, source),))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Program":
+        path = Path(path)
+        if not path.is_dir():
+            return cls.single(path.read_text(encoding="utf-8"), path)
+        files = tuple((p.relative_to(path).as_posix(), p.read_text(encoding="utf-8")) for p in program_files(path))
+        return cls(str(path), files, folder=True)
+
+    @property
+    def main(self) -> str:
+        return MAIN if self.folder else self.files[0][0]
+
+    def source(self, name: str) -> str:
+        return dict(self.files)[name]
+
+    def modules(self) -> set[str]:
+        """Top-level module names the files would be imported as (``pkg/layers.py`` -> ``pkg``)."""
+        return {name.split("/", 1)[0].removesuffix(".py") for name, _ in self.files}
+
+    def annotations(self) -> dict[Loc, set[str]]:
+        return {(name, line): keys for name, source in self.files for line, keys in parse_annotations(source).items()}
+
+    def expectations(self) -> dict[Loc, set[str]]:
+        """Like ``annotations``, with the bare codes the linter reports (variants dropped)."""
+        return {loc: _codes(keys) for loc, keys in self.annotations().items()}
+
+    def where(self, loc: Loc) -> str:
+        return f"{loc[0]}:{loc[1]}" if self.folder else f"line {loc[1]}"
+
+    def text(self, loc: Loc) -> str:
+        lines = self.source(loc[0]).splitlines()
+        return lines[loc[1] - 1].strip() if 0 < loc[1] <= len(lines) else ""
+
+    def uses(self, text: str) -> bool:
+        return any(text in source for _, source in self.files)
+
+    def _rewritten(self, names: set[str], rewrite: Callable[[str, str], str]) -> "Program":
+        files = []
+        for name, source in self.files:
+            if name in names:
+                try:
+                    source = rewrite(name, source)
+                except OracleError as e:
+                    raise OracleError(f"{name}: {e}" if self.folder else str(e)) from e
+            files.append((name, source))
+        return replace(self, files=tuple(files))
+
+    def map(self, rewrite: Callable[[str], str]) -> "Program":
+        """Every file rewritten (a whole-program rewrite such as ``data_to_detach``)."""
+        return self._rewritten({name for name, _ in self.files}, lambda _, source: rewrite(source))
+
+    def at(self, loc: Loc, rewrite: Callable[[str, int], str]) -> "Program":
+        """The file of ``loc`` rewritten by ``rewrite(source, line)``."""
+        return self._rewritten({loc[0]}, lambda _, source: rewrite(source, loc[1]))
+
+    def fixed(self, annotations: dict[Loc, set[str]], locs: set[Loc]) -> "Program":
+        """Each of ``locs`` fixed as its expectation says (``apply_fixes``, file by file)."""
+        def fix(name: str, source: str) -> str:
+            own = {line: keys for (n, line), keys in annotations.items() if n == name}
+            return apply_fixes(source, own, {line for n, line in locs if n == name})
+        return self._rewritten({name for name, _ in locs}, fix)
+
+    def run(self, snapshot: bool = False) -> "RunResult":
+        return run_program(self, snapshot)
+
+
+def _neutralise_line(source: str, line: int) -> str:
+    return neutralise(source, {line})
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -526,22 +654,35 @@ class TensorState:
 @dataclass
 class RunResult:
     exc: BaseException | None
-    frame_line: int | None  # innermost traceback line inside the fixture file
+    frame_line: int | None  # innermost traceback line inside the program
     stdout: str = ""
     warnings: list[WarningRecord] = field(default_factory=list)
     state: dict[str, TensorState] | None = None  # final tensors, when asked for
-    path: str = ""
+    path: str = ""  # the file run as __main__
+    names: dict[str, str] = field(default_factory=dict)  # filename as run -> its name in the program
+    frame_file: str | None = None  # name in the program of frame_line's file
+    folder: bool = False
+
+    @property
+    def frame(self) -> Loc | None:
+        return None if self.frame_line is None else (self.frame_file, self.frame_line)
 
     def describe(self) -> str:
         if self.exc is None:
             return "ran clean"
-        where = f"line {self.frame_line}" if self.frame_line is not None else "outside the fixture"
+        if self.frame_line is None:
+            where = "outside the fixture"
+        else:
+            where = f"{self.frame_file}:{self.frame_line}" if self.folder else f"line {self.frame_line}"
         return f"raised {type(self.exc).__name__} at {where}: {str(self.exc).splitlines()[0] if str(self.exc) else ''}"
 
     @property
     def own_warnings(self) -> list[WarningRecord]:
-        """Warnings attributed to the fixture file itself."""
-        return [w for w in self.warnings if w.filename == self.path]
+        """Warnings attributed to the program's own files."""
+        return [w for w in self.warnings if w.filename in self.names]
+
+    def loc_of(self, w: WarningRecord) -> Loc:
+        return (self.names[w.filename], w.lineno)
 
 
 def _require_torch():
@@ -626,6 +767,21 @@ def run_source(source: str, path: str | Path, snapshot: bool = False) -> RunResu
     """
     _require_torch()
     path = str(path)
+    return _execute(source, path, {path: Path(path).name}, snapshot, folder=False)
+
+
+def run_program(program: Program, snapshot: bool = False) -> RunResult:
+    """Run a fixture program: a single file as ``run_source`` does; a folder ``installed``
+    in a temporary directory, its ``main.py`` executed in-process as ``__main__``."""
+    if not program.folder:
+        return run_source(program.source(program.main), program.path, snapshot)
+    _require_torch()
+    with installed(program) as (main, names):
+        return _execute(program.source(program.main), main, names, snapshot, folder=True)
+
+
+def _execute(source: str, path: str, names: dict[str, str], snapshot: bool, folder: bool) -> RunResult:
+    """Execute ``source`` as ``__main__`` from ``path``; ``names`` are the program's files."""
     code = compile(source, path, "exec", dont_inherit=True)
     g = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     out = io.StringIO()
@@ -644,12 +800,58 @@ def run_source(source: str, path: str | Path, snapshot: bool = False) -> RunResu
         if snapshot:
             state = _snapshot(g)
     recorded = [WarningRecord(w.category, str(w.message), w.filename, w.lineno) for w in caught]
-    frame_line = None
+    frame_line = frame_file = None
     if exc is not None:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in names]
         if frames:
-            frame_line = frames[-1].lineno
-    return RunResult(exc, frame_line, out.getvalue(), recorded, state, path)
+            frame_line, frame_file = frames[-1].lineno, names[frames[-1].filename]
+    return RunResult(exc, frame_line, out.getvalue(), recorded, state, path, names, frame_file, folder)
+
+
+@contextlib.contextmanager
+def installed(program: Program) -> Iterator[tuple[str, dict[str, str]]]:
+    """Write ``program``'s files to a fresh temporary directory and make them importable as
+    ``python main.py`` would: the directory first on ``sys.path``, the program's own modules
+    purged from ``sys.modules`` before and after (so each run imports the files as written
+    for it, and leaves none behind; a module of the same name imported before is put back).
+    Yields (path of the entry file, {path of each file: its name in the program}).
+    """
+    why = _shadowing(program)
+    if why:
+        raise OracleError(why)
+    with tempfile.TemporaryDirectory(prefix="gradguard-fixture-") as tmp:
+        root = os.path.realpath(tmp)
+        names = {}
+        for name, source in program.files:
+            target = Path(root, *name.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(source, encoding="utf-8")
+            names[str(target)] = name
+        saved = _forget_modules(program.modules())
+        sys.path.insert(0, root)
+        importlib.invalidate_caches()
+        bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            yield str(Path(root, *program.main.split("/"))), names
+        finally:
+            sys.dont_write_bytecode = bytecode
+            if root in sys.path:
+                sys.path.remove(root)
+            for key in [k for k in sys.path_importer_cache if k == root or k.startswith(root + os.sep)]:
+                del sys.path_importer_cache[key]
+            _forget_modules(program.modules())
+            sys.modules.update(saved)
+
+
+def _shadowing(program: Program) -> str:
+    """Why the program's module names cannot go first on ``sys.path`` ("" when they can)."""
+    clash = sorted(program.modules() & set(sys.stdlib_module_names))
+    return f"module name(s) {clash} would shadow the standard library" if clash else ""
+
+
+def _forget_modules(tops: set[str]) -> dict:
+    """Remove the modules named ``tops`` (and their submodules) from ``sys.modules``; return them."""
+    return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".", 1)[0] in tops}
 
 
 # --------------------------------------------------------------------------- comparing final tensors
@@ -711,8 +913,8 @@ def _root_name(key: str) -> str:
 @dataclass
 class Verdict:
     path: str
-    expectations: dict[int, set[str]]  # line -> codes
-    annotations: dict[int, set[str]] = field(default_factory=dict)  # line -> expectation keys
+    expectations: dict[Loc, set[str]]  # (file, line) -> codes
+    annotations: dict[Loc, set[str]] = field(default_factory=dict)  # (file, line) -> expectation keys
     problems: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
 
@@ -749,170 +951,168 @@ def apply_fixes(source: str, annotations: dict[int, set[str]], lines: set[int]) 
 class _Ctx:
     """One fixture's verification: runs are cached, problems and log go to the verdict."""
 
-    def __init__(self, v: Verdict, source: str, path: str):
-        self.v, self.source, self.path = v, source, path
-        self.lines = source.splitlines()
-        self._runs: dict[tuple[str, bool], RunResult] = {}
+    def __init__(self, v: Verdict, program: Program):
+        self.v, self.program = v, program
+        self._runs: dict[tuple[Program, bool], RunResult] = {}
 
-    def run(self, source: str, snapshot: bool = False) -> RunResult:
-        key = (source, snapshot)
+    def run(self, program: Program, snapshot: bool = False) -> RunResult:
+        key = (program, snapshot)
         if key not in self._runs:
-            self._runs[key] = run_source(source, self.path, snapshot=snapshot)
+            self._runs[key] = program.run(snapshot=snapshot)
         return self._runs[key]
 
-    def text(self, line: int) -> str:
-        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+    def where(self, loc: Loc) -> str:
+        return self.program.where(loc)
 
-    def problem(self, line: int, exp: Expectation, msg: str) -> None:
-        self.v.problems.append(f"line {line} [{exp.key}]: {msg}")
+    def problem(self, loc: Loc, exp: Expectation, msg: str) -> None:
+        self.v.problems.append(f"{self.where(loc)} [{exp.key}]: {msg}")
 
 
-def _check_raises(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_raises(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base)
     if r.exc is None:
-        c.problem(line, exp, f"expected {exp.describe()}, but the program ran clean")
+        c.problem(loc, exp, f"expected {exp.describe()}, but the program ran clean")
     elif not exp.matches(r.exc):
-        c.problem(line, exp, f"expected {exp.describe()}, but it {r.describe()}")
-    elif exp.mode == "raises_here" and r.frame_line != line:
-        c.problem(line, exp, f"the expected error was raised at line {r.frame_line}, not at line {line}")
+        c.problem(loc, exp, f"expected {exp.describe()}, but it {r.describe()}")
+    elif exp.mode == "raises_here" and r.frame != loc:
+        raised = c.where(r.frame) if r.frame else "outside the fixture"
+        c.problem(loc, exp, f"the expected error was raised at {raised}, not at {c.where(loc)}")
 
 
-def _check_warns_here(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_warns_here(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base)
-    hits = [w for w in r.own_warnings if w.lineno == line and exp.matches_warning(w)]
+    hits = [w for w in r.own_warnings if r.loc_of(w) == loc and exp.matches_warning(w)]
     if not hits:
         seen = "; ".join(w.describe() for w in r.own_warnings) or "none"
-        c.problem(line, exp, f"expected a {exp.exc_type.__name__} containing {exp.contains!r} at line {line}; "
-                             f"warnings from the fixture: {seen}")
-    if r.exc is not None and r.frame_line != line:
-        c.problem(line, exp, f"the program must run clean or fail at the annotated line, but it {r.describe()}")
+        c.problem(loc, exp, f"expected a {exp.exc_type.__name__} containing {exp.contains!r} at {c.where(loc)}; "
+                            f"warnings from the fixture: {seen}")
+    if r.exc is not None and r.frame != loc:
+        c.problem(loc, exp, f"the program must run clean or fail at the annotated line, but it {r.describe()}")
 
 
-def _clean(c: _Ctx, exp: Expectation, line: int, r: RunResult, what: str) -> bool:
+def _clean(c: _Ctx, exp: Expectation, loc: Loc, r: RunResult, what: str) -> bool:
     if r.exc is not None:
-        c.problem(line, exp, f"{what} must run clean, but it {r.describe()}")
+        c.problem(loc, exp, f"{what} must run clean, but it {r.describe()}")
         return False
     return True
 
 
-def _check_silent_corruption(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_silent_corruption(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written (the `.data` write is silent)"):
+    if not _clean(c, exp, loc, r, "the program as written (the `.data` write is silent)"):
         return
-    detached = data_to_detach(base)
-    r2 = c.run(detached)
-    c.v.log.append(f"line {line} with .data -> .detach(): {r2.describe()}")
+    r2 = c.run(base.map(data_to_detach))
+    c.v.log.append(f"{c.where(loc)} with .data -> .detach(): {r2.describe()}")
     if r2.exc is None or not exp.matches(r2.exc):
         got = "ran clean" if r2.exc is None else r2.describe()
-        c.problem(line, exp, f"with `.data` -> `.detach()` expected {exp.describe()} (a saved tensor was hit), "
-                             f"but it {got}")
-    without = neutralise(base, {line})
-    if not _clean(c, exp, line, c.run(data_to_detach(without)),
+        c.problem(loc, exp, f"with `.data` -> `.detach()` expected {exp.describe()} (a saved tensor was hit), "
+                            f"but it {got}")
+    without = base.at(loc, _neutralise_line)
+    if not _clean(c, exp, loc, c.run(without.map(data_to_detach)),
                   "with the line neutralised, the `.detach()` program (proving the line is the cause)"):
         return
     r4 = c.run(without, snapshot=True)
-    if not _clean(c, exp, line, r4, "with the line neutralised, the program"):
+    if not _clean(c, exp, loc, r4, "with the line neutralised, the program"):
         return
     changed = grad_diff(r.state, r4.state)
-    c.v.log.append(f"line {line}: gradients changed by the write: {changed}")
+    c.v.log.append(f"{c.where(loc)}: gradients changed by the write: {changed}")
     if not changed:
-        c.problem(line, exp, "no leaf gradient differs with and without the write: nothing was corrupted")
+        c.problem(loc, exp, "no leaf gradient differs with and without the write: nothing was corrupted")
 
 
-def _check_equivalent_fix(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_equivalent_fix(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written"):
+    if not _clean(c, exp, loc, r, "the program as written"):
         return
-    fixed = nograd_rewrite(base, line)
+    fixed = base.at(loc, nograd_rewrite)
     r2 = c.run(fixed, snapshot=True)
-    c.v.log.append(f"line {line} as `{fixed.splitlines()[line - 1].strip()}`: {r2.describe()}")
-    if not _clean(c, exp, line, r2, "the `with torch.no_grad():` rewrite"):
+    c.v.log.append(f"{c.where(loc)} as `{fixed.text(loc)}`: {r2.describe()}")
+    if not _clean(c, exp, loc, r2, "the `with torch.no_grad():` rewrite"):
         return
     diff = state_diff(r.state, r2.state)
     if diff:
-        c.problem(line, exp, f"the `with torch.no_grad():` rewrite ends with different tensors: {diff}")
-    r3 = c.run(data_clone_variant(base, line), snapshot=True)
+        c.problem(loc, exp, f"the `with torch.no_grad():` rewrite ends with different tensors: {diff}")
+    r3 = c.run(base.at(loc, data_clone_variant), snapshot=True)
     if r3.exc is None and not state_diff(r.state, r3.state):
-        c.problem(line, exp, "with `.data` -> `.data.clone()` on the line nothing changes: the line writes nothing "
-                             "through `.data`")
+        c.problem(loc, exp, "with `.data` -> `.data.clone()` on the line nothing changes: the line writes nothing "
+                            "through `.data`")
 
 
-def _check_silent_change(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_silent_change(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written (the write is silent)"):
+    if not _clean(c, exp, loc, r, "the program as written (the write is silent)"):
         return
-    r2 = c.run(detach_to_clone(base), snapshot=True)
-    if not _clean(c, exp, line, r2, "with `.detach()` -> `.detach().clone()` (the fix), the program"):
+    r2 = c.run(base.map(detach_to_clone), snapshot=True)
+    if not _clean(c, exp, loc, r2, "with `.detach()` -> `.detach().clone()` (the fix), the program"):
         return
-    names = _names_on(base, line)
+    names = _names_on(base.source(loc[0]), loc[1])
     aliased = {r.state[n].storage for n in names if n in r.state} - {None}
     leaked = [
         k for k in state_diff(r.state, r2.state)
         if _root_name(k) not in names and (k.endswith(".grad") or k not in r.state or r.state[k].storage not in aliased)
     ]
-    c.v.log.append(f"line {line}: tensors the alias write changed, beyond the written storage: {leaked}")
+    c.v.log.append(f"{c.where(loc)}: tensors the alias write changed, beyond the written storage: {leaked}")
     if not leaked:
-        c.problem(line, exp, "`.detach().clone()` changes no tensor beyond the one written: "
-                             "no write through a `.detach()` alias reached a later reader")
+        c.problem(loc, exp, "`.detach().clone()` changes no tensor beyond the one written: "
+                            "no write through a `.detach()` alias reached a later reader")
         return
-    without = neutralise(base, {line})
+    without = base.at(loc, _neutralise_line)
     r3 = c.run(without, snapshot=True)
-    if not _clean(c, exp, line, r3, "with the line neutralised, the program"):
+    if not _clean(c, exp, loc, r3, "with the line neutralised, the program"):
         return
-    r4 = c.run(detach_to_clone(without), snapshot=True)
-    if not _clean(c, exp, line, r4, "with the line neutralised and `.detach().clone()`, the program"):
+    r4 = c.run(without.map(detach_to_clone), snapshot=True)
+    if not _clean(c, exp, loc, r4, "with the line neutralised and `.detach().clone()`, the program"):
         return
     elsewhere = [k for k in state_diff(r3.state, r4.state) if k in leaked]
     if elsewhere:
-        c.problem(line, exp, f"without this line, `.detach().clone()` still changes {elsewhere}: "
-                             "another write through a `.detach()` alias does it")
+        c.problem(loc, exp, f"without this line, `.detach().clone()` still changes {elsewhere}: "
+                            "another write through a `.detach()` alias does it")
 
 
-def _check_no_gradient(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_no_gradient(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written"):
+    if not _clean(c, exp, loc, r, "the program as written"):
         return
-    fixed = strip_detach(base, line)
+    fixed = base.at(loc, strip_detach)
     r2 = c.run(fixed, snapshot=True)
-    c.v.log.append(f"line {line} as `{fixed.splitlines()[line - 1].strip()}`: {r2.describe()}")
-    if not _clean(c, exp, line, r2, "with `.data`/`.detach()` removed from the line, the program"):
+    c.v.log.append(f"{c.where(loc)} as `{fixed.text(loc)}`: {r2.describe()}")
+    if not _clean(c, exp, loc, r2, "with `.data`/`.detach()` removed from the line, the program"):
         return
     changed = grad_diff(r.state, r2.state)
-    c.v.log.append(f"line {line}: gradients the line cuts off: {changed}")
+    c.v.log.append(f"{c.where(loc)}: gradients the line cuts off: {changed}")
     if not changed:
-        c.problem(line, exp, "removing `.data`/`.detach()` from the line changes no leaf gradient: "
-                             "it cut no gradient path")
+        c.problem(loc, exp, "removing `.data`/`.detach()` from the line changes no leaf gradient: "
+                            "it cut no gradient path")
 
 
-def _check_trains_nothing(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_trains_nothing(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written (the re-wrap silences the error)"):
+    if not _clean(c, exp, loc, r, "the program as written (the re-wrap silences the error)"):
         return
-    names = _names_on(base, line)
+    names = _names_on(base.source(loc[0]), loc[1])
     leaves = [k for k, s in r.state.items() if s.requires_grad and s.is_leaf and _root_name(k) not in names]
     trained = [k for k in leaves if not _zero_grad(r.state[k].grad)]
     if not leaves:
-        c.problem(line, exp, "no requires-grad leaf or parameter in the final globals to check")
+        c.problem(loc, exp, "no requires-grad leaf or parameter in the final globals to check")
     elif trained:
-        c.problem(line, exp, f"gradient reached {trained}: the loss does train something")
-    r2 = c.run(neutralise(base, {line}))
-    c.v.log.append(f"line {line} neutralised: {r2.describe()}")
+        c.problem(loc, exp, f"gradient reached {trained}: the loss does train something")
+    r2 = c.run(base.at(loc, _neutralise_line))
+    c.v.log.append(f"{c.where(loc)} neutralised: {r2.describe()}")
     if r2.exc is None or not exp.matches(r2.exc):
         got = "ran clean" if r2.exc is None else r2.describe()
-        c.problem(line, exp, f"without the line expected {exp.describe()} (the error it silences), but it {got}")
+        c.problem(loc, exp, f"without the line expected {exp.describe()} (the error it silences), but it {got}")
 
 
-def _check_legacy_noop(c: _Ctx, exp: Expectation, base: str, line: int) -> None:
+def _check_legacy_noop(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
-    if not _clean(c, exp, line, r, "the program as written"):
+    if not _clean(c, exp, loc, r, "the program as written"):
         return
-    fixed = unwrap_variable(base, line)
-    r2 = c.run(fixed, snapshot=True)
-    if not _clean(c, exp, line, r2, "without `Variable(...)`, the program"):
+    r2 = c.run(base.at(loc, unwrap_variable), snapshot=True)
+    if not _clean(c, exp, loc, r2, "without `Variable(...)`, the program"):
         return
     diff = state_diff(r.state, r2.state, requires_grad=True)
     if diff:
-        c.problem(line, exp, f"`Variable(...)` is not a no-op here; without it these differ: {diff}")
+        c.problem(loc, exp, f"`Variable(...)` is not a no-op here; without it these differ: {diff}")
 
 
 CHECKS = {
@@ -930,41 +1130,45 @@ assert set(CHECKS) == set(MODES)
 
 
 def verify_source(source: str, path: str | Path) -> Verdict:
-    """Check ``source``'s annotations against torch; the verdict lists every problem."""
-    path = str(path)
-    annotations = parse_annotations(source)
-    v = Verdict(path, parse_expectations(source), annotations)
+    """Check a single-file program's annotations against torch; the verdict lists every problem."""
+    return verify_program(Program.single(source, path))
+
+
+def verify_file(path: str | Path) -> Verdict:
+    """Check a fixture, a file or a folder."""
+    return verify_program(Program.load(path))
+
+
+def verify_program(program: Program) -> Verdict:
+    """Check ``program``'s annotations against torch; the verdict lists every problem."""
+    annotations = program.annotations()
+    v = Verdict(program.path, program.expectations(), annotations)
+    v.problems.extend(_layout_problems(program))
     unknown = sorted({k for keys in annotations.values() for k in keys} - EXPECTATIONS.keys())
     if unknown:
         v.problems.append(f"unknown code(s) {unknown}; the oracle knows {sorted(EXPECTATIONS)}")
+    if v.problems:
         return v
-    c = _Ctx(v, source, path)
+    c = _Ctx(v, program)
 
     if not annotations:
-        r = c.run(source)
+        r = c.run(program)
         v.log.append(f"near-miss: {r.describe()}")
         if r.exc is not None:
             v.problems.append(f"near-miss must run clean but {r.describe()}")
         for w in r.own_warnings:
             v.problems.append(f"near-miss must run without warnings, but torch warned: {w.describe()}")
-        _check_no_hidden_data_corruption(c, source, "near-miss")
+        _check_no_hidden_data_corruption(c, program, "near-miss")
         return v
 
-    annotated = set(annotations)
-    for line in sorted(annotated):
-        try:
-            base = apply_fixes(source, annotations, annotated - {line})
-            r = c.run(base)
-            v.log.append(f"line {line} only ({c.text(line)}): {r.describe()}")
-            for key in sorted(annotations[line]):
-                exp = EXPECTATIONS[key]
-                CHECKS[exp.mode](c, exp, base, line)
-        except (OracleError, SyntaxError) as e:
-            v.problems.append(f"cannot rewrite the program: {e}")
-            return v
-
     try:
-        clean = apply_fixes(source, annotations, annotated)
+        for loc in sorted(annotations):
+            base = program.fixed(annotations, set(annotations) - {loc})
+            v.log.append(f"{program.where(loc)} only ({program.text(loc)}): {c.run(base).describe()}")
+            for key in sorted(annotations[loc]):
+                exp = EXPECTATIONS[key]
+                CHECKS[exp.mode](c, exp, base, loc)
+        clean = program.fixed(annotations, set(annotations))
     except (OracleError, SyntaxError) as e:
         v.problems.append(f"cannot rewrite the program: {e}")
         return v
@@ -982,13 +1186,25 @@ def verify_source(source: str, path: str | Path) -> Verdict:
     return v
 
 
-def _check_no_hidden_data_corruption(c: _Ctx, source: str, what: str) -> None:
+def _layout_problems(program: Program) -> list[str]:
+    if not program.folder:
+        return []
+    problems = []
+    if MAIN not in dict(program.files):
+        problems.append(f"a folder fixture runs its {MAIN}, and there is none")
+    why = _shadowing(program)
+    if why:
+        problems.append(why)
+    return problems
+
+
+def _check_no_hidden_data_corruption(c: _Ctx, program: Program, what: str) -> None:
     """A ``.data`` write into a saved tensor is silent, so a clean run proves nothing: with
     every ``.data`` read made ``.detach()`` the program must still run clean."""
-    if ".data" not in source:
+    if not program.uses(".data"):
         return
     try:
-        detached = data_to_detach(source)
+        detached = program.map(data_to_detach)
     except (OracleError, SyntaxError) as e:
         c.v.problems.append(f"cannot rewrite the program: {e}")
         return
@@ -999,17 +1215,14 @@ def _check_no_hidden_data_corruption(c: _Ctx, source: str, what: str) -> None:
                             f"silently corrupts a saved tensor: an unannotated GG301), but it {r.describe()}")
 
 
-def verify_file(path: str | Path) -> Verdict:
-    path = Path(path)
-    return verify_source(path.read_text(encoding="utf-8"), path)
-
-
 def fixture_files() -> list[Path]:
-    return sorted(FIXTURES_DIR.glob("*/*.py"))
+    """Every fixture: files ``fixtures/<CODE>/*.py`` and folders ``fixtures/<CODE>/<name>/``."""
+    return sorted(p for p in FIXTURES_DIR.glob("*/*")
+                  if (p.is_file() and p.suffix == ".py") or (p.is_dir() and not p.name.startswith((".", "_"))))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python tests/oracle.py [FILES...]``: verify fixtures, print each verdict."""
+    """``python tests/oracle.py [FIXTURES...]``: verify fixtures (files or folders), print each verdict."""
     paths = [Path(a) for a in (argv if argv is not None else sys.argv[1:])] or fixture_files()
     bad = 0
     for p in paths:

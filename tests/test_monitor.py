@@ -14,6 +14,12 @@ Every fixture under fixtures/GG1*, GG2*, GG3* runs in-process under ``run_path``
 the file annotates (a GG302 on a GG101 near-miss's deliberate ``x.data *= 100`` is GG302's
 business, and indeed the monitor reports it there).
 
+Folder fixtures (``main.py`` plus the modules it imports) run the same way: the program is
+``oracle.installed`` in a temporary directory (first on ``sys.path``, its modules imported
+afresh) and ``main.py`` runs under ``run_path``. The monitor attributes an event to the
+innermost frame in *any* user file, so events are compared as (file in the folder, line,
+code), and an annotation in ``models.py`` is matched by an event there.
+
 Codes the monitor does not watch are listed, with the reason, in ``NOT_MONITORED``.
 """
 
@@ -29,16 +35,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gradguard.verify.monitor import MONITORED_CODES, Event, Monitor, run_path  # noqa: E402
+from gradguard.verify.monitor import MONITORED_CODES, Monitor, run_path  # noqa: E402
 from oracle import (  # noqa: E402
     EXPECTATIONS,
     FIXTURES_DIR,
+    Program,
     _torch_state_restored,
-    apply_fixes,
     fix_of,
-    parse_annotations,
-    parse_expectations,
-    run_source,
+    fixture_files,
+    installed,
     state_diff,
 )
 
@@ -48,7 +53,7 @@ NOT_MONITORED = {
     "GG308": "the legacy `Variable(...)` API is a no-op (or an ignored `volatile=`), not a runtime hazard",
 }
 
-FIXTURES = sorted(FIXTURES_DIR.glob("GG[123]*/*.py"))
+FIXTURES = [p for p in fixture_files() if p.parent.name.startswith(("GG1", "GG2", "GG3"))]
 
 
 def _rel(path: Path) -> str:
@@ -59,17 +64,17 @@ def _family(path: Path) -> str:
     return path.parent.name[:3]
 
 
-def _run(source: str, path: Path) -> tuple[set, BaseException | None, list[Event]]:
-    """Run ``source`` as the script ``path`` under the monitor: ((line, code) events in
-    that file, the error it ended with, all events). Global torch state is put back."""
-    path.write_text(source, encoding="utf-8")
+def _run(program: Program) -> tuple[dict[tuple[str, int, str], str], BaseException | None]:
+    """Run ``program`` as a script (a folder: its main.py) under the monitor: the events in
+    the program's files ({(file, line, code): message}) and the error it ended with. Global
+    torch state is put back."""
     out = io.StringIO()
-    with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
-            warnings.catch_warnings():
+    with installed(program) as (main, names), _torch_state_restored(), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(out), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        events, error = run_path(str(path), [str(path)])
+        events, error = run_path(main, [main])
     torch.set_grad_enabled(True)
-    return {(e.line, e.code) for e in events if e.file == str(path)}, error, events
+    return {(names[e.file], e.line, e.code): e.message for e in events if e.file in names}, error
 
 
 # --------------------------------------------------------------------------- the fixtures
@@ -77,84 +82,83 @@ def _run(source: str, path: Path) -> tuple[set, BaseException | None, list[Event
 
 def test_there_are_fixtures() -> None:
     assert len(FIXTURES) > 100
+    assert any(p.is_dir() for p in FIXTURES)
 
 
 def test_every_annotated_code_is_monitored_or_listed() -> None:
     codes = set()
     for path in FIXTURES:
-        for found in parse_expectations(path.read_bytes()).values():
+        for found in Program.load(path).expectations().values():
             codes |= found
     assert codes <= MONITORED_CODES | NOT_MONITORED.keys(), codes - MONITORED_CODES - NOT_MONITORED.keys()
     assert not MONITORED_CODES & NOT_MONITORED.keys()
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=_rel)
-def test_monitor_reports_the_annotations(path: Path, tmp_path: Path) -> None:
-    source = path.read_text(encoding="utf-8")
-    annotations = parse_annotations(source)
-    expected = parse_expectations(source)
+def test_monitor_reports_the_annotations(path: Path) -> None:
+    program = Program.load(path)
+    annotations = program.annotations()
+    expected = program.expectations()
     family = _family(path)
-    script = tmp_path / path.name
 
-    def family_events(got: set, allowed_lines=frozenset()) -> set:
+    def family_events(got: dict, allowed=frozenset()) -> set:
         annotated = {code for codes in expected.values() for code in codes}
-        return {(line, code) for line, code in got
+        return {(name, line, code) for name, line, code in got
                 if code in MONITORED_CODES and (code.startswith(family) or code in annotated)
-                and line not in allowed_lines}
+                and (name, line) not in allowed}
 
     if not annotations:
-        got, _, events = _run(source, script)
+        got, _ = _run(program)
         false = family_events(got)
         assert not false, f"{_rel(path)}: events on a near-miss: " + "; ".join(
-            f"{e.line} {e.code} {e.message}" for e in events if (e.line, e.code) in false)
+            f"{name}:{line} {code} {got[name, line, code]}" for name, line, code in sorted(false))
         return
 
     missing = []
-    for line in sorted(annotations):
-        wanted = expected[line] & MONITORED_CODES
+    for loc in sorted(annotations):
+        wanted = expected[loc] & MONITORED_CODES
         if not wanted:
             continue
-        base = apply_fixes(source, annotations, set(annotations) - {line})
-        got, error, _ = _run(base, script)
+        got, error = _run(program.fixed(annotations, set(annotations) - {loc}))
         for code in sorted(wanted):
-            if (line, code) not in got:
-                missing.append(f"line {line} {code}: not reported (events {sorted(got)}, "
+            if (*loc, code) not in got:
+                missing.append(f"{program.where(loc)} {code}: not reported (events {sorted(got)}, "
                                f"ended with {type(error).__name__ if error else 'no error'})")
     assert not missing, f"{_rel(path)}:\n  " + "\n  ".join(missing)
 
     # every annotated line fixed: nothing of the family may remain (a line left as written
     # by its fix, GG304[trains_nothing]'s re-wrap, still is what it was)
-    as_written = {line for line, keys in annotations.items()
+    as_written = {loc for loc, keys in annotations.items()
                   if any(fix_of(EXPECTATIONS[key]) == "as_written" for key in keys)}
-    got, _, _ = _run(apply_fixes(source, annotations, set(annotations)), script)
+    got, _ = _run(program.fixed(annotations, set(annotations)))
     assert not family_events(got, as_written), f"{_rel(path)}: events with every annotated line fixed"
 
 
-def _variants(path: Path) -> list[tuple[str, str]]:
-    source = path.read_text(encoding="utf-8")
-    annotations = parse_annotations(source)
-    return [("as written", source)] + [
-        (f"line {line} only", apply_fixes(source, annotations, set(annotations) - {line}))
-        for line in sorted(annotations)]
+def _variants(path: Path) -> list[tuple[str, Program]]:
+    program = Program.load(path)
+    annotations = program.annotations()
+    return [("as written", program)] + [
+        (f"{program.where(loc)} only", program.fixed(annotations, set(annotations) - {loc}))
+        for loc in sorted(annotations)]
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=_rel)
 def test_monitor_changes_nothing_the_program_sees(path: Path) -> None:
     """With and without the monitor: the same exception (type, message head, line), the same
     warnings attributed to the program, the same final tensors and gradients."""
-    for name, source in _variants(path):
+    for name, program in _variants(path):
         try:
-            plain = run_source(source, path, snapshot=True)
+            plain = program.run(snapshot=True)
             snapshot = True
         except RuntimeError:  # the oracle cannot read some final tensor (a forbidden view)
-            plain, snapshot = run_source(source, path), False
+            plain, snapshot = program.run(), False
         with Monitor():
-            watched = run_source(source, path, snapshot=snapshot)
+            watched = program.run(snapshot=snapshot)
 
         def outcome(r):
             if r.exc is None:
                 return None
-            return type(r.exc).__name__, str(r.exc).split(":")[0][:120], r.frame_line
+            return type(r.exc).__name__, str(r.exc).split(":")[0][:120], r.frame
 
         assert outcome(plain) == outcome(watched), f"{_rel(path)} ({name})"
         assert [w.describe() for w in plain.own_warnings] == [w.describe() for w in watched.own_warnings], \

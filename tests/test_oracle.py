@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -34,15 +35,22 @@ def _rel(p: Path) -> str:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[_rel(p) for p in FIXTURES])
 def test_fixture_proven_by_torch(path: Path) -> None:
+    """A fixture is a file, or a folder (``main.py`` plus the modules it imports)."""
     verdict = oracle.verify_file(path)
     assert verdict.ok, verdict.report()
     annotated = bool(verdict.expectations)
     assert annotated == path.name.startswith("bug_"), (
-        f"{_rel(path)}: files with annotations are named bug_*.py, files without ok_*.py"
+        f"{_rel(path)}: fixtures with annotations are named bug_*, fixtures without ok_*"
     )
     assert path.name.startswith(("bug_", "ok_"))
-    first = path.read_text(encoding="utf-8").lstrip()
-    assert first.startswith(('"""', "#")), f"{_rel(path)}: start with a docstring/comment saying what it models"
+    if path.is_dir():
+        assert (path / oracle.MAIN).is_file(), f"{_rel(path)}: a folder fixture runs its {oracle.MAIN}"
+        entry = path / oracle.MAIN
+    else:
+        assert path.suffix == ".py"
+        entry = path
+    first = entry.read_text(encoding="utf-8").lstrip()
+    assert first.startswith(('"""', "#")), f"{_rel(entry)}: start with a docstring/comment saying what it models"
     codes = {c for cs in verdict.expectations.values() for c in cs}
     assert codes <= {path.parent.name}, f"{_rel(path)}: annotations {codes} outside its folder's code"
 
@@ -62,6 +70,9 @@ def test_fixture_counts() -> None:
     assert len(near) >= MINIMUM_NEAR_MISSES, f"{len(near)} near-miss fixtures, need >= {MINIMUM_NEAR_MISSES}"
     for code in MINIMUM_BUGS:
         assert any(p.parent.name == code for p in near), f"{code}: no near-miss fixtures"
+    folders = [p for p in FIXTURES if p.is_dir()]
+    assert any(p.name.startswith("bug_") for p in folders) and any(p.name.startswith("ok_") for p in folders), \
+        "the folder form (a program of several files) has bug and near-miss fixtures"
 
 
 # --------------------------------------------------------------------------- parser
@@ -583,3 +594,140 @@ def test_run_records_warnings_and_final_tensors() -> None:
     assert r.state["h"].grad is None and not r.state["h"].is_leaf
     assert torch.equal(r.state["w"].grad, torch.full((2,), 2.0))
     assert r.state["w"].storage == r.state["xs[0]"].storage
+
+
+# --------------------------------------------------------------------------- folder fixtures
+
+
+def _folder(tmp_path: Path, files: dict[str, str], name: str = "bug_program") -> Path:
+    """A folder fixture under ``tmp_path``: {name in the folder: source}."""
+    root = tmp_path / name
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+HELPERS = """\
+import torch
+
+
+def update(w):
+    w.mul_(2)  # expect: GG101
+
+
+def noop(w):
+    return w + 1
+
+
+def scale_(x):
+    x.mul_(2)  # expect: GG201
+    return x
+"""
+
+MAIN_OK = """\
+import torch
+from helpers import update, noop, scale_
+
+w = torch.ones(3, requires_grad=True)
+update(w)
+noop(w)
+a = torch.ones(3, requires_grad=True)
+h = torch.sigmoid(a)
+scale_(h)
+h.sum().backward()
+"""
+
+
+def test_folder_accepts_annotations_in_any_file(tmp_path: Path) -> None:
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": MAIN_OK, "helpers.py": HELPERS}))
+    assert v.ok, v.report()
+    assert v.expectations == {("helpers.py", 5): {"GG101"}, ("helpers.py", 13): {"GG201"}}
+    assert "helpers.py:5 only" in v.report() and "raised RuntimeError at helpers.py:5" in v.report()
+
+
+def test_folder_rejects_a_line_that_does_not_raise_in_another_file(tmp_path: Path) -> None:
+    helpers = HELPERS.replace("    return w + 1\n", "    return w + 1  # expect: GG101\n")
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": MAIN_OK, "helpers.py": helpers}))
+    assert not v.ok
+    assert any(p.startswith("helpers.py:9 [GG101]: expected RuntimeError") for p in v.problems), v.report()
+
+
+def test_folder_raises_here_compares_the_file_too(tmp_path: Path) -> None:
+    # The call site in main.py is on line 5, like the raising write in helpers.py: the
+    # innermost frame is helpers.py:5, so an annotation on main.py:5 is the wrong place.
+    helpers = HELPERS.replace("    w.mul_(2)  # expect: GG101\n", "    w.mul_(2)\n")
+    main = MAIN_OK.replace("update(w)\n", "update(w)  # expect: GG101\n")
+    assert main.splitlines()[4].startswith("update(w)") and helpers.splitlines()[4] == "    w.mul_(2)"
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": main, "helpers.py": helpers}))
+    assert not v.ok
+    assert any("raised at helpers.py:5, not at main.py:5" in p for p in v.problems), v.report()
+
+
+def test_folder_rejects_a_missing_annotation_in_another_file(tmp_path: Path) -> None:
+    helpers = HELPERS.replace("    x.mul_(2)  # expect: GG201\n", "    x.mul_(2)\n")
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": MAIN_OK, "helpers.py": helpers}))
+    assert not v.ok and any("every annotated line fixed" in p for p in v.problems), v.report()
+
+
+def test_folder_near_miss_that_raises_fails(tmp_path: Path) -> None:
+    helpers = HELPERS.replace("  # expect: GG101", "").replace("  # expect: GG201", "")
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": MAIN_OK, "helpers.py": helpers}, name="ok_program"))
+    assert not v.ok and "near-miss must run clean but raised RuntimeError at helpers.py:5" in v.problems[0], v.report()
+
+
+def test_folder_warns_here_in_a_subpackage(tmp_path: Path) -> None:
+    files = {
+        "main.py": "import torch\nfrom pkg import show\nw = torch.ones(2, requires_grad=True)\n"
+                   "h = w * 2\nh.sum().backward()\nshow(h)\n",
+        "pkg/__init__.py": "from .log import show\n",
+        "pkg/log.py": "def show(h):\n    print(h.grad)  # expect: GG305\n",
+    }
+    v = oracle.verify_file(_folder(tmp_path, files))
+    assert v.ok, v.report()
+    assert v.expectations == {("pkg/log.py", 2): {"GG305"}}
+    files["pkg/log.py"] = "def show(h):\n    print(h.grad)\n"
+    v = oracle.verify_file(_folder(tmp_path, files, name="ok_program"))
+    assert not v.ok and "must run without warnings" in v.problems[0], v.report()
+
+
+def test_folder_runs_import_the_files_as_rewritten_and_leave_no_module_behind(tmp_path: Path) -> None:
+    main = "from models import VALUE\nassert VALUE == 2, VALUE\n"
+    assert oracle.verify_file(_folder(tmp_path, {"main.py": main, "models.py": "VALUE = 2\n"}, "ok_a")).ok
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": main, "models.py": "VALUE = 3\n"}, "ok_b"))
+    assert not v.ok and "AssertionError" in v.problems[0], v.report()  # not the first run's models
+    assert "models" not in sys.modules and not any("gradguard-fixture-" in p for p in sys.path)
+
+
+def test_folder_layout_problems(tmp_path: Path) -> None:
+    v = oracle.verify_file(_folder(tmp_path, {"models.py": "x = 1\n"}, "ok_no_main"))
+    assert not v.ok and "main.py" in v.problems[0]
+    v = oracle.verify_file(_folder(tmp_path, {"main.py": "import copy\n", "copy.py": "x = 1\n"}, "ok_shadow"))
+    assert not v.ok and "shadow the standard library" in v.problems[0]
+
+
+def test_fixture_files_lists_files_and_folders() -> None:
+    folders = [p for p in FIXTURES if p.is_dir()]
+    assert folders and all((p / oracle.MAIN).is_file() for p in folders)
+    assert all(p.suffix == ".py" for p in FIXTURES if not p.is_dir())
+
+
+# Every mode works on a folder the way it does on a file: each GOOD program, as the main.py
+# of a folder that also imports a module of its own, is accepted; each REJECT mutation rejected.
+
+def _as_folder(tmp_path: Path, source: str) -> Path:
+    return _folder(tmp_path, {"main.py": "import helpers\n" + source, "helpers.py": "SCALE = 2\n"})
+
+
+@pytest.mark.parametrize("key", sorted(GOOD))
+def test_every_mode_accepts_correct_annotations_in_a_folder(key: str, tmp_path: Path) -> None:
+    v = oracle.verify_file(_as_folder(tmp_path, GOOD[key]))
+    assert v.ok, v.report()
+
+
+@pytest.mark.parametrize("key, mutation, why", REJECT, ids=[f"{k}: {w}" for k, _, w in REJECT])
+def test_every_mode_rejects_wrong_annotations_in_a_folder(key: str, mutation: tuple[str, str], why: str,
+                                                          tmp_path: Path) -> None:
+    old, new = mutation
+    v = oracle.verify_file(_as_folder(tmp_path, GOOD[key].replace(old, new, 1)))
+    assert not v.ok, f"oracle accepted a wrong annotation ({why}):\n{v.report()}"
