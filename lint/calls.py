@@ -123,7 +123,7 @@ class UserCalls:
         globals_ = self.globals_stack[-1] if self.globals_stack else (
             self.scope_globals if self.scope_globals is not None else st.env)
         inner = st.copy()
-        inner.env = dict(globals_)
+        inner.env, inner.globals = {}, globals_
         inner.grad = grad_mode if grad_mode is not None else st.grad
         for param in _all_params(definition.params):  # what the call did not pass
             name = param.name.value

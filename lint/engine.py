@@ -363,7 +363,7 @@ class Interpreter(ExpressionEvaluator):
             self._refine(test.left, st, truth)
             self._refine(test.right, st, truth)
         elif isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
-            tensor = st.env.get(dotted(test.value) or "")
+            tensor = st.lookup(dotted(test.value) or "")
             if isinstance(tensor, TensorRef) and tensor.obj in st.heap:
                 facts = st.heap[tensor.obj]
                 st.heap[tensor.obj] = facts.evolve(
@@ -563,11 +563,10 @@ class Interpreter(ExpressionEvaluator):
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
-        env = dict(globals_)
-        if closure is not None:
-            env.update(closure.env)
+        env = dict(closure.env) if closure is not None else {}
         grad = grad_mode if grad_mode is not None else Tri.YES
-        st = State(env, dict(closure.heap if closure is not None else self.module_heap), grad)
+        st = State(env, dict(closure.heap if closure is not None else self.module_heap), grad,
+                   globals_=closure.globals or globals_ if closure is not None else globals_)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -655,7 +654,8 @@ class Interpreter(ExpressionEvaluator):
         return st
 
     def _init_state(self, method: cst.FunctionDef, st: State, self_value: Instance) -> State:
-        init = State(dict(st.env), dict(st.heap), self._decorator_grad_mode(method, st) or Tri.YES)
+        init = State(dict(st.env), dict(st.heap), self._decorator_grad_mode(method, st) or Tri.YES,
+                     globals_=st.globals)
         for param in _all_params(method.params):
             init.bind(param.name.value, UNKNOWN)
         params = list(method.params.params)

@@ -401,7 +401,7 @@ class ExpressionEvaluator(SavedTensors):
     # ----------------------------------------------------------------- names
     def _name(self, node: cst.Name, st: State) -> Value:
         name = node.value
-        value = st.env.get(name)
+        value = st.lookup(name)
         if value is not None:
             return self.read_tensor(st, node, value) if st.alias_writes else value
         if name in ("True", "False", "None"):
@@ -412,8 +412,8 @@ class ExpressionEvaluator(SavedTensors):
 
     def _attribute(self, node: cst.Attribute, st: State) -> Value:
         path = dotted(node)
-        if path is not None and path in st.env:
-            value = st.env[path]
+        value = st.lookup(path) if path is not None else None
+        if value is not None:
             return self.read_tensor(st, node, value) if st.alias_writes else value
         base = self.evaluate(node.value, st)
         return self.attribute_of(st, base, node.attr.value, node, path)
@@ -620,7 +620,7 @@ class ExpressionEvaluator(SavedTensors):
             return Const(None)
         if isinstance(func, cst.Attribute):
             path = dotted(func)
-            receiver = st.env.get(path) if path is not None and path in st.env else None
+            receiver = st.lookup(path) if path is not None else None
             if receiver is None:
                 owner = self.evaluate(func.value, st)
                 if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \

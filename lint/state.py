@@ -19,12 +19,17 @@ class State:
     """
 
     __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained",
-                 "alias_writes")
+                 "alias_writes", "globals")
 
     def __init__(self, env: dict, heap: dict, grad: Tri, saves: frozenset = frozenset(),
                  mutations: frozenset = frozenset(), allow_mutation: bool = False,
-                 retained: frozenset = frozenset(), alias_writes: frozenset = frozenset()) -> None:
+                 retained: frozenset = frozenset(), alias_writes: frozenset = frozenset(),
+                 globals_: Optional[dict] = None) -> None:
         self.env: dict[str, Value] = env
+        # A function's globals: the module's bindings, shared and never copied or joined
+        # (a state's copies and joins cost what its locals cost). Empty at module level,
+        # where ``env`` holds the module's bindings.
+        self.globals: dict[str, Value] = globals_ if globals_ is not None else {}
         self.heap: dict[Hashable, TensorFacts] = heap
         self.grad = grad
         self.saves = saves
@@ -38,7 +43,18 @@ class State:
 
     def copy(self) -> "State":
         return State(dict(self.env), dict(self.heap), self.grad, self.saves, self.mutations,
-                     self.allow_mutation, self.retained, self.alias_writes)
+                     self.allow_mutation, self.retained, self.alias_writes, self.globals)
+
+    def lookup(self, path: str) -> Optional[Value]:
+        """A name or attribute path: a local binding, else a global one unless the path's
+        root name is bound locally (a local ``model`` hides the global ``model.fc``)."""
+        value = self.env.get(path)
+        if value is not None or not self.globals:
+            return value
+        root = path.partition(".")[0]
+        if root != path and root in self.env:
+            return None
+        return self.globals.get(path)
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -83,7 +99,7 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
     # A save or a mutation on either path may be there: a later backward decides.
     return State(env, heap, a.grad.join(b.grad), a.saves | b.saves, a.mutations | b.mutations,
                  a.allow_mutation and b.allow_mutation, a.retained | b.retained,
-                 a.alias_writes | b.alias_writes)
+                 a.alias_writes | b.alias_writes, a.globals)
 
 
 def join_all(states) -> Optional[State]:
