@@ -24,6 +24,7 @@ from gradguard.expressions import (
     tri_of,
 )
 from gradguard.calls import UserCalls
+from gradguard.functions import FUNCTION_BASES, CustomFunctions
 from gradguard.events import InplaceWrite
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
@@ -91,6 +92,7 @@ class Interpreter(ExpressionEvaluator):
         self.method: Optional[tuple[str, cst.FunctionDef]] = None  # (self's name, def)
         self.calls = UserCalls(self)  # calls into the file's own functions and modules
         self.constructing: list[Instance] = []  # the classes whose __init__ is running
+        self.custom_functions = CustomFunctions(self)  # F.apply of autograd Functions
         self.returns: list[list] = []  # per followed call: (state, value) at each return
         self._report = report
         for rule_class in rules:
@@ -594,8 +596,8 @@ class Interpreter(ExpressionEvaluator):
         inherited: list[ClassInfo] = []
         layer_parameters: list[str] = []
         layer = ""
-        for base in node.bases:
-            value = self.evaluate(base.value, st)
+        bases = [self.evaluate(base.value, st) for base in node.bases]
+        for value in bases:
             name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
             if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (
                     name == "Module" or name in TORCH.nn_module_classes):
@@ -605,7 +607,8 @@ class Interpreter(ExpressionEvaluator):
             elif isinstance(value, ClassVal):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
-        info = ClassInfo(node.name.value, is_module, layer=layer)
+        info = ClassInfo(node.name.value, is_module, layer=layer, autograd_function=any(
+            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases))
         for parent in inherited:
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)
@@ -613,6 +616,7 @@ class Interpreter(ExpressionEvaluator):
             info.layer = info.layer or parent.layer
             info.container = info.container or parent.container
             info.unstable |= parent.unstable
+            info.autograd_function = info.autograd_function or parent.autograd_function
         self_value = Instance(info, ("self", id(node)))
         for parameter in layer_parameters:
             obj = (self_value.obj, parameter)

@@ -28,6 +28,8 @@ class SaveRecord:
     op: str  # for messages: "torch.matmul", "nn.Sigmoid", "sigmoid"
     node: cst.CSTNode  # the op's node (its line is cited)
     tensor_text: str  # the saved tensor as written: "d", "the output"
+    # Saved by a custom Function's ``ctx.save_for_backward`` (``op`` is the Function).
+    by_function: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,25 @@ class Mutation:
     silent: bool = False  # written through ``.data``: no counter moves, the gradient is wrong
     detach: bool = False  # not a write: ``detach_()`` of a tensor saved as an input
     optimizer: Optional[str] = None  # ``opt`` for an ``opt.step()``, as written
+    # Written inside a custom autograd Function's forward (the Function's name).
+    in_function: Optional[str] = None
+
+    @property
+    def code(self) -> str:
+        """The one rule that reports this mutation (first match wins):
+        ``detach_()`` of a saved input (GG306), a write through ``.data`` (GG301), a
+        write inside a custom Function's forward (GG204), into what
+        ``ctx.save_for_backward`` saved (GG206), a parameter update (GG202), any other
+        write (GG201)."""
+        if self.detach:
+            return "GG306"
+        if self.silent:
+            return "GG301"
+        if self.in_function is not None:
+            return "GG204"
+        if self.save.by_function:
+            return "GG206"
+        return "GG202" if self.parameter_update else "GG201"
 
 
 @dataclass(frozen=True)

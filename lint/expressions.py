@@ -35,6 +35,8 @@ from gradguard.values import (
     ParamGroup,
     ClassVal,
     Const,
+    FunctionApply,
+    FunctionContext,
     FunctionVal,
     GradMode,
     Instance,
@@ -263,7 +265,7 @@ class ExpressionEvaluator(SavedTensors):
         return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
             created_with_grad=st.grad, producer=producer, saves=base_facts.saves,
-            multi_view=multi_view))
+            multi_view=multi_view, function_view=base_facts.function_view))
 
     def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: str) -> Value:
         """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
@@ -340,8 +342,9 @@ class ExpressionEvaluator(SavedTensors):
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
             return  # torch raises right here (GG101/GG102): nothing after it runs
-        if facts.multi_view and st.grad is Tri.YES and facts.requires_grad is Tri.YES:
-            return  # GG203: torch raises right here
+        if (facts.multi_view or facts.function_view) and st.grad is Tri.YES \
+                and facts.requires_grad is Tri.YES:
+            return  # GG203, GG205: torch raises right here
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
@@ -424,6 +427,8 @@ class ExpressionEvaluator(SavedTensors):
             return base.attr(attr)
         if isinstance(base, TensorRef):
             return self._tensor_attribute(st, base, attr, node)
+        if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":
+            return FunctionApply(base.info)
         if isinstance(base, ModuleObj):
             return self._module_attribute(st, base, attr, path)
         if isinstance(base, Instance):
@@ -630,6 +635,9 @@ class ExpressionEvaluator(SavedTensors):
                 if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
+                if isinstance(owner, FunctionContext):
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self.custom_functions.context_method(node, func.attr.value, args)
                 receiver = self.attribute_of(st, owner, func.attr.value, func, path)
         else:
             receiver = self.evaluate(func, st)
@@ -689,6 +697,8 @@ class ExpressionEvaluator(SavedTensors):
             return self.module_call(st, node, callee, args)
         if isinstance(callee, ClassVal):
             return self.calls.construct(st, node, callee.info, args)
+        if isinstance(callee, FunctionApply):
+            return self.custom_functions.apply(st, node, callee.info, args)
         if isinstance(callee, Instance) and callee.info.is_module:
             return self.user_module_call(st, node, callee, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):

@@ -72,6 +72,9 @@ class TensorFacts:
     saves: frozenset = frozenset()
     # An output of a multi-output view op (unbind, split, chunk).
     multi_view: bool = False
+    # A view made inside a custom autograd Function (its forward returned its input, or a
+    # view of it, without ``ctx.mark_dirty``): the Function's name. Writing it raises.
+    function_view: Optional[str] = None
     # Why it cannot require grad, when that is known (no_grad, .detach(), a factory).
     why_no_grad: Optional[Origin] = None
     # ``retain_grad()`` was called: its ``.grad`` is kept although it is not a leaf.
@@ -97,6 +100,8 @@ class TensorFacts:
             producer=self.producer if self.producer == other.producer else None,
             saves=self.saves & other.saves,
             multi_view=self.multi_view and other.multi_view,
+            function_view=self.function_view if self.function_view == other.function_view
+            else None,
             why_no_grad=self.why_no_grad if self.why_no_grad == other.why_no_grad else None,
             retains_grad=self.retains_grad or other.retains_grad,
             rewrapped=self.rewrapped if self.rewrapped == other.rewrapped else None,

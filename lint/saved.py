@@ -171,7 +171,8 @@ class SavedTensors:
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
-                         detach=detach, optimizer=optimizer)
+                         detach=detach, optimizer=optimizer,
+                         in_function=self.custom_functions.current)
                 for save in hits)
 
     # ----------------------------------------------------------------- backward

@@ -87,6 +87,7 @@ class ClassInfo:
     heap: dict = field(default_factory=dict)  # the objects those values refer to
     methods: dict = field(default_factory=dict)  # name -> FunctionVal, inherited ones too
     layer: str = ""  # the torch.nn layer it derives from ("Sequential"), if any
+    autograd_function: bool = False  # derives from torch.autograd.Function
     # For a subclass of nn.Sequential/nn.ModuleList: the container its __init__ built
     # (``super().__init__(*layers)``), which runs when it has no forward of its own.
     container: Optional[Value] = None
@@ -96,6 +97,20 @@ class ClassInfo:
 @dataclass(frozen=True)
 class ClassVal(Value):
     info: ClassInfo
+
+
+@dataclass(frozen=True)
+class FunctionApply(Value):
+    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass of the file."""
+
+    info: ClassInfo
+
+
+@dataclass(frozen=True)
+class FunctionContext(Value):
+    """The ``ctx`` of a custom Function's ``forward``."""
+
+    function: str  # the Function's name
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ from gradguard.rules.gg102_leaf_view_inplace import LeafViewInplace
 from gradguard.rules.gg201_saved_tensor_inplace import SavedTensorInplace
 from gradguard.rules.gg202_parameter_update_before_backward import ParameterUpdateBeforeBackward
 from gradguard.rules.gg203_multi_view_inplace import MultiViewInplace
+from gradguard.rules.gg204_function_forward_writes_input import FunctionForwardWritesInput
+from gradguard.rules.gg205_function_view_output_inplace import FunctionViewOutputInplace
+from gradguard.rules.gg206_function_saved_tensor_inplace import FunctionSavedTensorInplace
 from gradguard.rules.gg301_data_write_to_saved import DataWriteToSaved
 from gradguard.rules.gg302_data_write import DataWrite
 from gradguard.rules.gg303_detach_alias_write import DetachAliasWrite
@@ -21,6 +24,9 @@ ALL_RULES: tuple[type[Rule], ...] = (
     SavedTensorInplace,
     ParameterUpdateBeforeBackward,
     MultiViewInplace,
+    FunctionForwardWritesInput,
+    FunctionViewOutputInplace,
+    FunctionSavedTensorInplace,
     DataWriteToSaved,
     DataWrite,
     DetachAliasWrite,

@@ -52,8 +52,8 @@ class SavedTensorInplace(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.parameter_update or mutation.silent or mutation.detach:
-            return  # GG202, GG301
+        if mutation.code != self.code:
+            return
         save = mutation.save
         line = self.line_of(save.node)
         if save.tensor_text:

@@ -49,8 +49,8 @@ class ParameterUpdateBeforeBackward(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if not mutation.parameter_update or mutation.silent or mutation.detach:
-            return  # GG201, GG301
+        if mutation.code != self.code:
+            return
         save = mutation.save
         who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"

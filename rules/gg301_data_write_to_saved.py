@@ -47,7 +47,7 @@ class DataWriteToSaved(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if not mutation.silent or mutation.detach:
+        if mutation.code != self.code:
             return
         save = mutation.save
         line = self.line_of(save.node)

@@ -51,7 +51,7 @@ class DetachInplaceView(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.detach:
+        if mutation.code == self.code:
             self.report(
                 mutation.node,
                 f"`detach_()` on {quote(mutation.target_text)}, which {quote(mutation.save.op)} "

@@ -212,6 +212,12 @@ register(Expectation("GG201", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 register(Expectation("GG202", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 register(Expectation("GG203", "raises_here", RuntimeError, MULTI_OUTPUT_VIEW_MSG))
 
+CUSTOM_FUNCTION_VIEW_MSG = "This view was created inside a custom Function"
+
+register(Expectation("GG204", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
+register(Expectation("GG205", "raises_here", RuntimeError, CUSTOM_FUNCTION_VIEW_MSG))
+register(Expectation("GG206", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
+
 NO_GRAD_FN_MSG = "element 0 of tensors does not require grad and does not have a grad_fn"
 NON_LEAF_GRAD_MSG = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
 DETACH_VIEW_MSG = "Can't detach views in-place"
