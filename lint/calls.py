@@ -41,7 +41,7 @@ class UserCalls:
     def __init__(self, interpreter: "Interpreter") -> None:
         self.interpreter = interpreter
         self.active: list[cst.FunctionDef] = []  # the calls being followed, innermost last
-        self.globals_stack: list[dict] = []  # the globals each followed callee reads
+        self.module_env: dict = {}  # the module body's bindings when it made a call
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.spent = 0  # statements followed in this top-level scope
         self._sizes: dict[int, int] = {}
@@ -52,11 +52,11 @@ class UserCalls:
         self.spent = 0
 
     # ----------------------------------------------------------------- entry points
-    def call_function(self, st: State, call: cst.Call, definition: cst.FunctionDef,
-                      grad_mode: Optional[Tri], args: list) -> Value:
-        """A call to a function of this file."""
-        result = self.run(st, definition, bind_arguments(definition.params, call, args),
-                          grad_mode)
+    def call_function(self, st: State, call: cst.Call, function: FunctionVal,
+                      args: list) -> Value:
+        """A call to a function of this file or of a module it imports."""
+        result = self.run(st, function, bind_arguments(function.node.params, call, args),
+                          function.grad_mode)
         return UNKNOWN if result is None else result
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
@@ -69,7 +69,7 @@ class UserCalls:
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
         bindings[params[0].name.value] = instance
-        return self.run(st, definition, bindings, method.grad_mode)
+        return self.run(st, method, bindings, method.grad_mode)
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -88,7 +88,7 @@ class UserCalls:
         interpreter.allocation_context = outer_context + (id(call),)
         interpreter.constructing.append(instance)
         try:
-            _, end = self._run(st, init.node, bindings, init.grad_mode)
+            _, end = self._run(st, init, bindings, init.grad_mode)
         finally:
             interpreter.constructing.pop()
             interpreter.allocation_context = outer_context
@@ -103,16 +103,17 @@ class UserCalls:
         return Instance(info, instance.obj, tuple(sorted(attrs.items())))
 
     # ----------------------------------------------------------------- the run
-    def run(self, st: State, definition: cst.FunctionDef, bindings: dict,
+    def run(self, st: State, function: FunctionVal, bindings: dict,
             grad_mode: Optional[Tri]) -> Optional[Value]:
-        """Run ``definition``'s body on ``st`` with ``bindings``; None if not followed."""
-        return self._run(st, definition, bindings, grad_mode)[0]
+        """Run ``function``'s body on ``st`` with ``bindings``; None if not followed."""
+        return self._run(st, function, bindings, grad_mode)[0]
 
-    def _run(self, st: State, definition: cst.FunctionDef, bindings: dict,
+    def _run(self, st: State, function: FunctionVal, bindings: dict,
              grad_mode: Optional[Tri]) -> tuple[Optional[Value], Optional[State]]:
         """The run; also returns the callee's own state at its end (None if not followed
         or if it never returns)."""
         interpreter = self.interpreter
+        definition = function.node
         if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
                 or not isinstance(definition.body, cst.IndentedBlock):
             return None, None
@@ -120,8 +121,7 @@ class UserCalls:
         if self.spent + size > CALL_BUDGET:
             return None, None
         self.spent += size
-        globals_ = self.globals_stack[-1] if self.globals_stack else (
-            self.scope_globals if self.scope_globals is not None else st.env)
+        globals_ = self.globals_of(st, function)
         inner = st.copy()
         inner.env, inner.globals = {}, globals_
         inner.grad = grad_mode if grad_mode is not None else st.grad
@@ -133,13 +133,11 @@ class UserCalls:
         for name, value in bindings.items():
             inner.bind(name, value)
         self.active.append(definition)
-        self.globals_stack.append(globals_)
         interpreter.returns.append([])
         try:
             end = interpreter.block(definition.body.body, inner)
         finally:
             self.active.pop()
-            self.globals_stack.pop()
             returns = interpreter.returns.pop()
         out = join_all([end, *(state for state, _ in returns)])
         if out is None:
@@ -151,6 +149,19 @@ class UserCalls:
         for value in values[1:]:
             result = join_values(result, value)
         return result, out
+
+    def globals_of(self, st: State, function: FunctionVal) -> dict:
+        """The module bindings ``function``'s body reads: its own module's when it was
+        imported; else this module's (the final ones while function bodies are analysed,
+        the module body's as they stand while it runs)."""
+        module = function.module
+        if module is not None and module is not self.interpreter.scope:
+            return module.env
+        if self.scope_globals is not None:
+            return self.scope_globals
+        if not self.active:
+            self.module_env = st.env  # a call from the module body: its bindings now
+        return self.module_env
 
     # ----------------------------------------------------------------- cost
     def size_of(self, function: cst.FunctionDef) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import sys
 import threading
 import tokenize
@@ -17,7 +18,9 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 
 from gradguard.engine import analyze
+from gradguard.citations import render
 from gradguard.positions import Positions
+from gradguard.project import PROJECT, on_disk
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding
 from gradguard.rules import ALL_RULES, Rule
 
@@ -62,26 +65,47 @@ def _check(source, path, rules, debug) -> list[Finding]:
     positions = Positions(module)  # shared by messages and placement: one pass at most
     raw: list[tuple[cst.CSTNode, str, str]] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
+    place = None
     try:
-        analyze(module, rules, lambda node, code, message: raw.append((node, code, message)),
-                failures, positions)
+        disk_path = on_disk(path)
+        interpreter = analyze(module, rules,
+                              lambda node, code, message: raw.append((node, code, message)),
+                              failures, positions, path=disk_path,
+                              project=PROJECT if disk_path is not None else None)
+        place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
-    return _place(positions, path, raw) + [
+    return _place(place, positions, path, raw) + [
         Finding(path, 1, 1, INTERNAL_ERROR,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
     ]
 
 
-def _place(positions: Positions, path: str,
+def _place(place, positions: Positions, path: str,
            raw: Iterable[tuple[cst.CSTNode, str, str]]) -> list[Finding]:
-    """Turn node-anchored reports into positioned findings (positions only when needed)."""
+    """Turn node-anchored reports into positioned findings (positions only when needed).
+    A report at a node of an imported module (the write inside ``models.py`` that a
+    caller's backward trips over) is a finding of that module's file."""
     findings = set()
     for node, code, message in raw:
-        start = positions.start(node)
-        findings.add(Finding(path, start.line, start.column + 1, code, message))
+        try:
+            start = positions.start(node)
+            findings.add(Finding(path, start.line, start.column + 1, code,
+                                 render(message, on_disk(path))))
+        except KeyError:
+            if place is None:
+                continue
+            where, line, column = place(node)
+            findings.add(Finding(display_path(where), line, column + 1, code,
+                                 render(message, where)))
     return sorted(findings)
+
+
+def display_path(path: str) -> str:
+    """A path as findings show it: relative to the working directory when below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _syntax_finding(path: str, text: str, error: Exception) -> Finding:

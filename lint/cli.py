@@ -71,19 +71,42 @@ class Outcome:
 def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
     """Lint one file's bytes; apply selection, per-file-ignores and ``noqa``."""
     try:
-        findings = check_source(source, path, plan.rules, plan.debug)
-        ignored = [code for glob, codes in plan.per_file_ignores
-                   if matches_any(path, [glob], plan.roots) for code in codes]
-        findings = [f for f in findings
-                    if f.code in plan.codes and not selection.is_ignored(f.code, ignored)]
-        lines = source_lines(source) if findings else []
-        if not plan.disable_noqa:
-            findings = filter_noqa(findings, lines)
+        findings = []
+        lines = []
+        for where, group in _by_file(check_source(source, path, plan.rules, plan.debug)):
+            ignored = [code for glob, codes in plan.per_file_ignores
+                       if matches_any(where, [glob], plan.roots) for code in codes]
+            group = [f for f in group
+                     if f.code in plan.codes and not selection.is_ignored(f.code, ignored)]
+            if not group:
+                continue
+            # a finding in a module the file imports is filtered by that module's noqa
+            group_lines = source_lines(source) if where == path else _read_lines(where)
+            if not plan.disable_noqa:
+                group = filter_noqa(group, group_lines)
+            findings += group
+            if where == path:
+                lines = group_lines
     except Exception as error:  # never let one file stop the others
         detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
         findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
         findings, lines = (findings if INTERNAL_ERROR in plan.codes else []), []
     return Outcome(path, findings, lines if plan.keep_lines and findings else None)
+
+
+def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.path, []).append(finding)
+    return list(groups.items())
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, "rb") as file:
+            return source_lines(file.read())
+    except OSError:
+        return []
 
 
 def lint_path(path: str, plan: Plan) -> Outcome:
@@ -246,7 +269,7 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
     checked = [outcome for outcome in outcomes if not outcome.error]
-    findings = sorted(f for outcome in checked for f in outcome.findings)
+    findings = _one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
     _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
@@ -257,6 +280,15 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
+
+
+def _one_per_place(findings) -> list[Finding]:
+    """One finding per culprit: files that import the same module each find what is
+    wrong in it; the first message (in file order) is kept."""
+    kept: dict[tuple, Finding] = {}
+    for finding in findings:
+        kept.setdefault((finding.path, finding.line, finding.col, finding.code), finding)
+    return sorted(kept.values())
 
 
 def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Finding]:

@@ -24,11 +24,13 @@ from gradguard.expressions import (
     tri_of,
 )
 from gradguard.calls import UserCalls
+from gradguard.citations import cite
 from gradguard.functions import FUNCTION_BASES, CustomFunctions
 from gradguard.events import InplaceWrite
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.positions import Positions
+from gradguard.project import ModuleScope, Project
 from gradguard.rules.base import handlers_of
 from gradguard.state import State, join, join_all
 from gradguard.walk import child_nodes, walk
@@ -44,6 +46,7 @@ from gradguard.values import (
     Instance,
     IterableOf,
     ModuleObj,
+    ModuleRef,
     Ref,
     Seq,
     TensorRef,
@@ -62,9 +65,14 @@ Report = Callable[[cst.CSTNode, str, str], None]
 
 
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
-            positions: Positions) -> None:
-    """Run ``rules`` over ``module``; rule failures are appended to ``failures``."""
-    Interpreter(module, rules, report, failures, positions).run()
+            positions: Positions, path: Optional[str] = None,
+            project: Optional[Project] = None) -> "Interpreter":
+    """Run ``rules`` over ``module`` (the file at ``path``, whose imports of the project's
+    own modules ``project`` resolves); rule failures are appended to ``failures``."""
+    interpreter = Interpreter(module, rules, report, failures, positions, project=project,
+                              scope=ModuleScope(path, module))
+    interpreter.run()
+    return interpreter
 
 
 class _Loop:
@@ -77,9 +85,14 @@ class _Loop:
 
 class Interpreter(ExpressionEvaluator):
     def __init__(self, module: cst.Module, rules, report: Report, failures: list,
-                 positions: Positions) -> None:
+                 positions: Positions, project: Optional[Project] = None,
+                 scope: Optional[ModuleScope] = None, bodies: bool = True) -> None:
         super().__init__()
         self.module = module
+        self.project = project
+        self.scope = scope if scope is not None else ModuleScope(None, module)
+        self.bodies = bodies  # analyse function bodies on their own (not for an import)
+        self.imported: list[ModuleScope] = []  # the project modules this one imports
         self.failures = failures
         self._reported: set = set()
         self.positions = positions
@@ -132,8 +145,25 @@ class Interpreter(ExpressionEvaluator):
             self._reported.add(key)
             self._report(node, code, message)
 
-    def line_of(self, node: cst.CSTNode) -> int:
-        return self.positions.start(node).line
+    def line_of(self, node: cst.CSTNode) -> str:
+        """A node's line, as a message cites it (``cite``: the checker writes it relative
+        to the file the finding is in)."""
+        path, line, _ = self.place(node)
+        return cite(path, line)
+
+    def place(self, node: cst.CSTNode) -> tuple[Optional[str], int, int]:
+        """(path, line, column) of a node of this module or of a module it imports."""
+        try:
+            start = self.positions.start(node)
+            return self.scope.path, start.line, start.column
+        except KeyError:
+            for scope in self.imported:
+                try:
+                    start = scope.positions.start(node)
+                except KeyError:
+                    continue
+                return scope.path, start.line, start.column
+            raise
 
     def dispatch(self, kind: str, event) -> None:
         handlers = self.handlers.get(kind, [])
@@ -151,8 +181,9 @@ class Interpreter(ExpressionEvaluator):
         st = self.block(self.module.body, State({}, {}, Tri.YES))
         globals_ = st.env if st is not None else {}
         self.module_heap = st.heap if st is not None else {}
+        self.scope.env, self.scope.heap = globals_, self.module_heap
         self.in_function = True
-        while self.pending:
+        while self.pending and self.bodies:
             function, closure, self_value, grad_mode = self.pending.pop(0)
             self.calls.start_scope(globals_)
             self.function_body(function, closure, globals_, self_value, grad_mode)
@@ -288,24 +319,45 @@ class Interpreter(ExpressionEvaluator):
         for alias in node.names:
             name = source_text(alias.name)
             if alias.asname is not None:
-                st.bind(alias.asname.name.value, _module_ref(name))
+                st.bind(alias.asname.name.value, self._module_value(st, name, 0))
             else:
                 top = name.split(".")[0]
-                st.bind(top, _module_ref(top))
+                st.bind(top, self._module_value(st, top, 0))
         return st
 
     def _import_from(self, node: cst.ImportFrom, st: State) -> State:
         module = source_text(node.module) if node.module is not None else ""
+        level = len(node.relative)
         if isinstance(node.names, cst.ImportStar):
             return st
+        source = Ref(module) if not level and _is_known_module(module) \
+            else self._module_value(st, module, level)
         for alias in node.names:
             name = alias.name.value
             bound = alias.asname.name.value if alias.asname is not None else name
-            if node.relative or not _is_known_module(module):
-                st.bind(bound, UNKNOWN)
-            else:
-                st.bind(bound, Ref(f"{module}.{name}"))
+            value = self.attribute_of(st, source, name, node, None)
+            if value is UNKNOWN and isinstance(source, ModuleRef):  # a submodule
+                value = self._module_value(st, f"{module}.{name}" if module else name, level)
+            st.bind(bound, value)
         return st
+
+    def _module_value(self, st: State, name: str, level: int) -> Value:
+        """What an import of ``name`` gives: torch's API, or a module of the project."""
+        if not level and _is_known_module(name):
+            return Ref(name)
+        if self.project is None:
+            return UNKNOWN
+        path = self.project.resolve(self.scope.path, name, level)
+        scope = self.project.scope_of(path) if path is not None else None
+        if scope is None:
+            return UNKNOWN
+        if scope not in self.imported:
+            self.imported.append(scope)
+            self.imported.extend(inner for inner in self.project.imports_of(scope)
+                                 if inner not in self.imported)
+        for obj, facts in scope.heap.items():
+            st.heap.setdefault(obj, facts)
+        return ModuleRef(scope)
 
     # ----------------------------------------------------------------- control flow
     def _return(self, node: cst.Return, st: State) -> None:
@@ -534,7 +586,7 @@ class Interpreter(ExpressionEvaluator):
     def _function_def(self, node: cst.FunctionDef, st: State,
                       self_value: Optional[Instance] = None) -> State:
         grad_mode = self._decorator_grad_mode(node, st)
-        value = FunctionVal(node, grad_mode)
+        value = FunctionVal(node, grad_mode, self.scope)
         st.bind(node.name.value, value)
         self.pending.append((node, st.copy() if self.in_function else None, self_value,
                              grad_mode))
@@ -561,7 +613,7 @@ class Interpreter(ExpressionEvaluator):
         return mode
 
     def inline_call(self, st: State, call: cst.Call, function: FunctionVal, args: list) -> Value:
-        return self.calls.call_function(st, call, function.node, function.grad_mode, args)
+        return self.calls.call_function(st, call, function, args)
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
@@ -638,7 +690,7 @@ class Interpreter(ExpressionEvaluator):
             body_state = self.block([statement], body_state) or body_state
         for method in methods:
             info.methods[method.name.value] = FunctionVal(
-                method, self._decorator_grad_mode(method, body_state))
+                method, self._decorator_grad_mode(method, body_state), self.scope)
         for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)
@@ -721,8 +773,6 @@ def _is_known_module(module: str) -> bool:
     return module in ("torch", "itertools") or module.startswith("torch.")
 
 
-def _module_ref(name: str) -> Value:
-    return Ref(name) if _is_known_module(name) else UNKNOWN
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

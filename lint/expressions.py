@@ -42,6 +42,7 @@ from gradguard.values import (
     Instance,
     IterableOf,
     ModuleObj,
+    ModuleRef,
     ParamsOf,
     Ref,
     Seq,
@@ -429,6 +430,8 @@ class ExpressionEvaluator(SavedTensors):
             return self._tensor_attribute(st, base, attr, node)
         if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":
             return FunctionApply(base.info)
+        if isinstance(base, ModuleRef):
+            return base.scope.env.get(attr, UNKNOWN)
         if isinstance(base, ModuleObj):
             return self._module_attribute(st, base, attr, path)
         if isinstance(base, Instance):

@@ -30,6 +30,8 @@ class GradguardPlugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         """Yield ``(line, column, "GG101 message", type)``, the column 0-based."""
         for finding in check_source("".join(self.lines), self.filename):
-            if finding.code != SYNTAX_ERROR:
+            # flake8 reports one file at a time: a finding this file's code leads to in a
+            # module it imports is that module's, and flake8 cannot place it
+            if finding.code != SYNTAX_ERROR and finding.path == self.filename:
                 yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", \
                     type(self)

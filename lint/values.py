@@ -212,10 +212,20 @@ class GradMode(Value):
 
 @dataclass(frozen=True)
 class FunctionVal(Value):
-    """A function defined in the file; ``grad_mode`` is set when a decorator fixes it."""
+    """A function defined in the file, or in a module of the project it imports
+    (``module``: whose globals its body reads); ``grad_mode`` is set when a decorator
+    fixes it."""
 
     node: object
     grad_mode: Optional[Tri] = None
+    module: object = None  # the ModuleScope it was defined in
+
+
+@dataclass(frozen=True)
+class ModuleRef(Value):
+    """A module of the project (``import models``): its analysed ModuleScope."""
+
+    scope: object
 
 
 def join_values(a: Value, b: Value) -> Value:

@@ -1,0 +1,40 @@
+"""Lines that messages cite, written relative to the file the finding is in.
+
+A message cites other lines: the op that saved a tensor, the backward that will fail.
+When the engine follows code into another file, those can be in another file than the
+finding: ``models.py:12`` reports a write whose tensor ``torch.sigmoid`` saved at line 15
+of ``train.py``. Rules compose messages before the finding is placed, so a cited line is
+a marker (``cite``) that the checker renders once it knows the finding's file
+(``render``): ``15`` in the same file, ``15 of train.py`` in another.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+_MARKER = re.compile("\x00(\\d+)\x1f([^\x00]*)\x00")
+
+
+def cite(path: Optional[str], line: int) -> str:
+    return f"\x00{line}\x1f{path or ''}\x00"
+
+
+def render(message: str, path: Optional[str]) -> str:
+    """``message`` with each cited line written relative to the file at ``path``."""
+    if "\x00" not in message:
+        return message
+    here = _same_file_key(path)
+
+    def written(match: re.Match) -> str:
+        line, cited = match.group(1), match.group(2)
+        if not cited or _same_file_key(cited) == here:
+            return line
+        return f"{line} of {os.path.basename(cited)}"
+
+    return _MARKER.sub(written, message)
+
+
+def _same_file_key(path: Optional[str]) -> Optional[str]:
+    return os.path.realpath(path) if path else None

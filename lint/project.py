@@ -1,0 +1,154 @@
+"""The project around a file: where its imports resolve, and what those modules define.
+
+When gradguard lints ``train.py`` and it says ``from models import Net``, the engine asks
+the project for ``models``. Import names resolve against source roots derived from the
+file's own place on disk:
+
+- the file's directory (``python train.py`` puts it first on ``sys.path``);
+- the directory above the outermost package holding the file (``__init__.py`` files);
+- the directory of the nearest ``pyproject.toml`` above the file, and its ``src/``;
+
+and relative imports (``from .layers import Scale``) against the file's package. A module
+that resolves is analysed once per file content (no rules run on it; its findings are
+its own file's business) and its module-level bindings are what the import gives: its
+classes, functions and module-level objects, with everything the engine knows of them.
+A module that does not resolve, or is being analysed already (an import cycle), gives
+unknowns.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.positions import Positions
+
+MAX_IMPORT_DEPTH = 8  # modules analysed for one import chain (a imports b imports c ...)
+
+
+@dataclass(eq=False)
+class ModuleScope:
+    """A module the engine analysed: its tree, path and final module-level bindings."""
+
+    path: Optional[str]
+    module: cst.Module
+    env: dict = field(default_factory=dict)
+    heap: dict = field(default_factory=dict)
+    imports: list = field(default_factory=list)  # the project modules it imports
+    _positions: Optional[Positions] = None
+
+    @property
+    def positions(self) -> Positions:
+        if self._positions is None:
+            self._positions = Positions(self.module)
+        return self._positions
+
+
+class Project:
+    """Resolves and analyses the project modules a file imports (cached per content)."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[tuple, Optional[ModuleScope]] = {}
+        self._analysing: list[str] = []
+
+    # ----------------------------------------------------------------- resolving
+    def roots_of(self, importer: str) -> list[Path]:
+        """Where absolute imports of ``importer`` resolve, in order."""
+        here = Path(importer).resolve().parent
+        roots = [here]
+        package = here
+        while (package / "__init__.py").is_file():
+            package = package.parent
+        roots.append(package)
+        for directory in (here, *here.parents):
+            if (directory / "pyproject.toml").is_file():
+                roots += [directory, directory / "src"]
+                break
+        unique: list[Path] = []
+        for root in roots:
+            if root not in unique and root.is_dir():
+                unique.append(root)
+        return unique
+
+    def resolve(self, importer: Optional[str], module: str, level: int = 0) -> Optional[Path]:
+        """The file ``import module`` (``level`` dots for a relative import) names."""
+        if importer is None:
+            return None
+        parts = [part for part in module.split(".") if part]
+        if level:
+            base = Path(importer).resolve().parent
+            for _ in range(level - 1):
+                base = base.parent
+            return _module_file(base, parts) if parts else _package_file(base)
+        for root in self.roots_of(importer):
+            found = _module_file(root, parts)
+            if found is not None:
+                return found
+        return None
+
+    # ----------------------------------------------------------------- analysing
+    def scope_of(self, path: Path) -> Optional[ModuleScope]:
+        """The analysed module at ``path``; None if it cannot be read or parsed, or if it
+        is already being analysed (an import cycle) or too deep in an import chain."""
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        if key in self._scopes:
+            return self._scopes[key]
+        if str(path) in self._analysing or len(self._analysing) >= MAX_IMPORT_DEPTH:
+            return None
+        self._analysing.append(str(path))
+        try:
+            scope = self._analyse(path)
+        finally:
+            self._analysing.pop()
+        self._scopes[key] = scope
+        return scope
+
+    def _analyse(self, path: Path) -> Optional[ModuleScope]:
+        from gradguard.checker import decode  # noqa: PLC0415 - the checker imports the engine
+        from gradguard.engine import Interpreter  # noqa: PLC0415
+
+        try:
+            module = cst.parse_module(decode(path.read_bytes()))
+        except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
+            return None
+        scope = ModuleScope(str(path), module)
+        interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
+                                  project=self, scope=scope, bodies=False)
+        interpreter.run()
+        scope.imports = interpreter.imported
+        return scope
+
+    def imports_of(self, scope: ModuleScope) -> list:
+        return scope.imports
+
+
+
+def _module_file(root: Path, parts: list[str]) -> Optional[Path]:
+    if not parts:
+        return None
+    base = root.joinpath(*parts)
+    candidate = base.with_suffix(".py") if base.name else base
+    if candidate.is_file():
+        return candidate
+    return _package_file(base)
+
+
+def _package_file(directory: Path) -> Optional[Path]:
+    init = directory / "__init__.py"
+    return init if init.is_file() else None
+
+
+PROJECT = Project()  # one per process: a whole run analyses each imported module once
+
+
+def on_disk(path: str) -> Optional[str]:
+    """``path`` when it names a file on disk (imports can be followed from it)."""
+    return path if path and os.path.isfile(path) else None

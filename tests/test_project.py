@@ -1,0 +1,154 @@
+"""Across files: imports of the project's own modules resolve to files on disk, and what
+those modules define is followed (classes, functions, module-level objects).
+
+Linting only: no torch needed. The folder fixtures (fixtures/*/bug_*_other_file/) prove
+the same shapes against torch; these pin down resolution, placement and the CLI."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradguard import check_source, cli
+from gradguard.flake8_plugin import GradguardPlugin
+from gradguard.project import Project
+
+MODELS = """\
+import torch
+import torch.nn as nn
+
+
+class AddPos(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        x += self.pos
+        return x
+
+
+def init_params(size):
+    return torch.randn(size).requires_grad_()
+"""
+
+MAIN = """\
+import torch
+from models import AddPos
+
+a = torch.randn(3, 4, requires_grad=True)
+h = torch.sigmoid(a)
+out = AddPos()(h)
+(out * h).sum().backward()
+"""
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """Write files under a temporary directory that is the current directory."""
+    monkeypatch.chdir(tmp_path)
+
+    def write(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return tmp_path
+
+    return write
+
+
+def lint(path: Path) -> set[tuple[str, int, str]]:
+    return {(Path(f.path).name, f.line, f.code)
+            for f in check_source(path.read_bytes(), str(path))}
+
+
+def gg(*args: str, stdin: bytes | None = None):
+    return CliRunner().invoke(cli.main, list(args), input=stdin, catch_exceptions=False)
+
+
+def test_forward_in_another_file_is_followed_and_reported_where_it_writes(tree):
+    root = tree({"models.py": MODELS, "main.py": MAIN})
+    assert lint(root / "main.py") == {("models.py", 11, "GG201")}
+    finding = check_source((root / "main.py").read_bytes(), str(root / "main.py"))[0]
+    assert "(line 5 of main.py)" in finding.message and "line 7 of main.py" in finding.message
+
+
+def test_a_leaf_made_by_a_helper_in_another_file(tree):
+    root = tree({"models.py": MODELS, "main.py": """\
+        import torch
+        import models
+
+        w = models.init_params((3,))
+        (w * 2).sum().backward()
+        w -= 0.1 * w.grad
+        """})
+    [finding] = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    assert (finding.line, finding.code) == (6, "GG101")
+    assert "line 16 of models.py" in finding.message
+
+
+def test_relative_import_inside_a_package(tree):
+    root = tree({"pkg/__init__.py": "from .models import AddPos\n", "pkg/models.py": MODELS,
+                 "main.py": MAIN.replace("from models import", "from pkg import")})
+    assert lint(root / "main.py") == {("models.py", 11, "GG201")}
+
+
+def test_absolute_import_from_the_package_root(tree):
+    root = tree({"pkg/__init__.py": "", "pkg/models.py": MODELS,
+                 "pkg/train.py": MAIN.replace("from models import", "from pkg.models import")})
+    assert lint(root / "pkg" / "train.py") == {("models.py", 11, "GG201")}
+
+
+def test_unresolved_imports_and_cycles_stay_silent(tree):
+    root = tree({
+        "a.py": "import torch\nfrom b import make\nw = make()\nw.add_(1)\n",
+        "b.py": "import torch\nfrom a import w\ndef make():\n    return torch.ones(1, requires_grad=True)\n",
+        "c.py": "import torch\nfrom nowhere import make\nw = make()\nw.add_(1)\n",
+    })
+    assert lint(root / "a.py") == {("a.py", 4, "GG101")}  # b's import of a is a cycle: unknown
+    assert lint(root / "c.py") == set()
+
+
+def test_an_edited_module_is_analysed_again(tree):
+    root = tree({"models.py": MODELS, "main.py": MAIN})
+    assert lint(root / "main.py")
+    (root / "models.py").write_text(MODELS.replace("x += self.pos", "x = x + self.pos"))
+    assert lint(root / "main.py") == set()
+
+
+def test_resolution_roots(tree):
+    root = tree({"pyproject.toml": "", "src/lib/__init__.py": "", "src/lib/core.py": "",
+                 "scripts/run.py": ""})
+    project = Project()
+    run = str(root / "scripts" / "run.py")
+    assert project.resolve(run, "lib.core") == root / "src" / "lib" / "core.py"
+    assert project.resolve(run, "lib") == root / "src" / "lib" / "__init__.py"
+    assert project.resolve(run, "missing") is None
+    core = str(root / "src" / "lib" / "core.py")
+    assert project.resolve(core, "", 1) == root / "src" / "lib" / "__init__.py"
+
+
+def test_cli_reports_once_and_applies_the_modules_noqa(tree):
+    tree({"models.py": MODELS, "main.py": MAIN, "other.py": MAIN})
+    result = gg("check", "main.py", "other.py", "models.py")
+    assert result.exit_code == 1
+    assert [line.split(" ")[0:2] for line in result.stdout.splitlines()] == [
+        ["models.py:11:9:", "GG201"]]
+    tree({"models.py": MODELS.replace("x += self.pos", "x += self.pos  # noqa: GG201")})
+    assert gg("check", "main.py").exit_code == 0
+
+
+def test_stdin_with_a_filename_on_disk_follows_its_imports(tree):
+    tree({"models.py": MODELS, "main.py": "x = 1\n"})
+    result = gg("check", "--stdin-filename", "main.py", "-", stdin=MAIN.encode())
+    assert "models.py:11:9: GG201" in result.stdout
+
+
+def test_flake8_reports_only_the_file_it_checks(tree):
+    root = tree({"models.py": MODELS, "main.py": MAIN})
+    lines = (root / "main.py").read_text().splitlines(keepends=True)
+    assert list(GradguardPlugin(None, lines, str(root / "main.py")).run()) == []
