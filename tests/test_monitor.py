@@ -51,9 +51,6 @@ NOT_MONITORED = {
     "GG307": "a term cut off from autograd (`.detach()`/`.data` in a loss term) raises and warns nothing; "
              "proving it needs a second, counterfactual run, which a monitor watching one run cannot do",
     "GG308": "the legacy `Variable(...)` API is a no-op (or an ignored `volatile=`), not a runtime hazard",
-    "GG204": "custom autograd Functions: the monitor does not yet tell a write inside a Function's forward from GG201",
-    "GG205": "custom autograd Functions: the monitor does not yet classify torch's custom-Function view error",
-    "GG206": "custom autograd Functions: the monitor does not yet tell ctx.save_for_backward's saves from GG201's",
 }
 
 FIXTURES = [p for p in fixture_files() if p.parent.name.startswith(("GG1", "GG2", "GG3"))]
@@ -338,3 +335,121 @@ def test_monitor_overhead_on_a_training_loop() -> None:
     ratio = best(watched) / best(_loop)
     print(f"monitor overhead: {ratio:.2f}x")
     assert ratio < 10
+
+
+# --------------------------------------------------------------------------- custom Functions
+
+
+class _Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+class _Double(torch.autograd.Function):
+    """Doubles its input in place (mark_dirty) and saves it: the saved tensor is its output."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * 2 + 0 * y
+
+
+def test_function_saves_die_with_their_graph() -> None:
+    """ctx.save_for_backward's records go with their graph too: a saved input, a saved output
+    (the input mark_dirty moved onto the Function's node) and an input that another
+    Function made."""
+    a = torch.randn(5, requires_grad=True)
+    with Monitor() as monitor:
+        for _ in range(10):
+            s = _Square.apply(_Square.apply(a * 1))
+            d = _Double.apply(s * 1)
+        assert 0 < sum(map(len, monitor._saved.values())) <= 6
+        records = [ref() for bucket in monitor._saved.values() for ref in bucket.values()]
+        assert sorted((r.function, r.is_output) for r in records) == [
+            ("_Double", True), ("_Square", False), ("_Square", False)]
+        del s, d, records
+        assert monitor._saved == {}
+        _Double.apply(_Square.apply(a * 1) * 1).sum().backward()
+        assert monitor._saved == {}
+    assert monitor.events == []
+
+
+def test_a_function_saved_input_is_kept_as_torch_keeps_it() -> None:
+    """A Function saved an input another Function made: ``detach_()`` of it does not fail
+    the Function's backward (unlike an op's), and ``x.data = y`` changes what it computes,
+    with and without the monitor."""
+    def detached():
+        a = torch.randn(4, requires_grad=True, generator=torch.Generator().manual_seed(0))
+        h = _Square.apply(a)
+        y = _Square.apply(h)
+        h.detach_()
+        y.sum().backward()
+        return a.grad
+
+    plain = detached()
+    with Monitor() as monitor:
+        watched = detached()
+    assert torch.equal(plain, watched) and monitor.events == []
+
+    def swapped():
+        w = torch.ones(3, requires_grad=True)
+        h = _Square.apply(w)
+        y = _Square.apply(h)
+        h.data = torch.full((3,), 5.0)
+        y.sum().backward()
+        return w.grad
+
+    plain = swapped()
+    with Monitor() as monitor:
+        watched = swapped()
+    assert torch.equal(plain, watched) and torch.equal(plain, torch.full((3,), 20.0))
+    assert [e.code for e in monitor.events] == ["GG302"]
+
+
+def test_function_codes_follow_the_linters_precedence(tmp_path: Path) -> None:
+    """A parameter update into what ctx.save_for_backward saved is GG206, not GG202; a write
+    inside a forward into a Function's save is GG204, not GG206."""
+    script = tmp_path / "fn.py"
+    script.write_text(
+        "import torch\n"
+        "class Lin(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x, w):\n"
+        "        ctx.save_for_backward(x, w)\n"
+        "        return x * w\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        x, w = ctx.saved_tensors\n"
+        "        return g * w, g * x\n"
+        "class Bump(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        x.add_(1)\n"
+        "        return x.clone()\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "x = torch.ones(3)\n"
+        "y = Lin.apply(x, w)\n"
+        "with torch.no_grad():\n"
+        "    w.sub_(0.1)\n"
+        "Bump.apply(x)\n"
+        "y.sum().backward()\n")
+    events, error = run_path(str(script), [str(script)])
+    assert isinstance(error, RuntimeError) and "modified by an inplace operation" in str(error)
+    assert sorted((e.code, e.line, e.related_line) for e in events) == [("GG204", 14, 21), ("GG206", 23, 21)]

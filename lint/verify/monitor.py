@@ -26,16 +26,30 @@ How it sees things
   own Python code makes (``opt.step()``'s updates, ``nn.ReLU(inplace=True)``'s
   ``F.relu``), property reads such as ``.grad`` and ``.data``, and ``backward()``.
   Events are attributed to the innermost frame in a user file.
+* Custom autograd Functions, by ``Function.apply``'s frame (apply is no torch function:
+  the mode does not see it). ``pack`` called from that frame itself is
+  ``ctx.save_for_backward`` (torch packs those tensors as apply finishes, after forward
+  returned; an op's saves are packed from the mode's call). A write with a
+  ``Function.apply`` frame of a user's Function on its stack is made in that Function's
+  ``forward``. Which node a Function's save belongs to is not known at ``pack`` (a saved
+  input's ``grad_fn`` is another node), so a backward's graph walk finds those records by
+  reading each custom node's ``saved_tensors`` (``unpack`` then only collects).
 
 Codes
 -----
-GG101 / GG102 / GG203 / GG306 (view): torch raises at once; the mode classifies the
-error by its message as the call fails (the op never ran) and re-raises it.
-GG201 / GG202: after an in-place call, a live saved record on the same storage whose
-version counter the call moved gets a *pending* event (GG202 when the written tensor is a
-leaf that requires grad: a parameter update); it is emitted when a backward reaches the
-record: before the backward runs (graph walk from its roots) or, at the latest, when
-``unpack`` finds the version moved, just before raising torch's error.
+GG101 / GG102 / GG203 / GG205 / GG306 (view): torch raises at once; the mode classifies
+the error by its message as the call fails (the op never ran) and re-raises it. GG205 is
+torch's refusal to write in place into a view a custom Function returned (its input, or a
+view of it, without ``ctx.mark_dirty``).
+GG201 / GG202 / GG204 / GG206: after an in-place call, a live saved record on the same
+storage whose version counter the call moved gets a *pending* event; it is emitted when a
+backward reaches the record: before the backward runs (graph walk from its roots) or, at
+the latest, when ``unpack`` finds the version moved, just before raising torch's error.
+Its code follows the linter's precedence (``Mutation.code``): GG204 when the write is made
+inside the forward of a user's custom Function, GG206 when the record is what a user's
+Function saved with ``ctx.save_for_backward``, GG202 when the written tensor is a leaf
+that requires grad (a parameter update), GG201 otherwise (a Function of torch's own, such
+as reentrant checkpointing, counts as an op).
 GG301: an in-place write through a ``.data`` alias into the storage of a live saved
 record: the version does not move (``.data`` has its own counter), so a fingerprint of
 the saved tensor is taken before and after the write; if it changed, a pending event,
@@ -52,8 +66,9 @@ the call), or on a leaf that was made to require grad (a re-wrapped loss: report
 line that made it require grad).
 GG305: reading ``.grad`` of a non-leaf without ``retain_grad()`` (torch's warning is
 re-issued at the user's line, as without the monitor).
-GG306: ``detach_()`` on a view (raises); on a tensor a live graph saved (pending until
-backward reaches it, where torch would raise); or on a tensor whose graph no backward has
+GG306: ``detach_()`` on a view (raises); on a tensor a live graph saved as an op's input
+(pending until backward reaches it, where torch would raise; a custom Function's
+``ctx.saved_tensors`` does not fail this way); or on a tensor whose graph no backward has
 run through yet, reported when the detached tensor is then used with grad enabled while
 that graph is still unconsumed (the use loses the gradient path).
 
@@ -83,7 +98,7 @@ from torch.overrides import TorchFunctionMode
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
 MONITORED_CODES = frozenset({
-    "GG101", "GG102", "GG201", "GG202", "GG203",
+    "GG101", "GG102", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
     "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
 })
 
@@ -151,6 +166,7 @@ def default_user_files(filename: str) -> bool:
 LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation"
 VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation"
 MULTI_VIEW_MSG = "This view is the output of a function that returns multiple views"
+FUNCTION_VIEW_MSG = "This view was created inside a custom Function"
 DETACH_VIEW_MSG = "Can't detach views in-place"
 NO_GRAD_FN_MSG = "does not require grad and does not have a grad_fn"
 SAVED_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
@@ -163,6 +179,8 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
     (VIEW_OF_LEAF_MSG, "GG102", "in-place operation on a view of a leaf that requires grad"),
     (LEAF_MSG, "GG101", "in-place operation on a leaf that requires grad"),
     (MULTI_VIEW_MSG, "GG203", "in-place operation on an output of unbind/split/chunk while grad is tracked"),
+    (FUNCTION_VIEW_MSG, "GG205", "in-place operation on a view that a custom autograd Function returned "
+                                 "(its input, or a view of it, without ctx.mark_dirty)"),
     (DETACH_VIEW_MSG, "GG306", "detach_() on a view"),
     (NO_GRAD_FN_MSG, "GG304", "backward() on a tensor that does not require grad"),
 )
@@ -263,17 +281,46 @@ def _tensors(value):
 
 
 _NoTF = torch._C.DisableTorchFunction
+_APPLY = torch.autograd.Function.apply.__func__.__code__  # a custom Function's apply frame
+_FUNCTION_NODE = torch.autograd.function.BackwardCFunction  # a custom Function's graph node
+_next_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", None)  # the next node's number
 _MD_RECS = "gradguard.saved"  # node.metadata keys
 _MD_DONE = "gradguard.consumed"
+
+
+def _function_output(t, args) -> bool:
+    """Is ``t``, which a custom Function's ``ctx.save_for_backward`` is saving, one of that
+    apply's outputs? torch's test: its ``grad_fn`` is the Function's new node. ``args`` are
+    the apply's inputs. When unsure: yes (an output is held as an alias, which is always
+    safe; holding one itself would make a cycle through its node)."""
+    node = t.grad_fn
+    if not isinstance(node, _FUNCTION_NODE):
+        return False  # an input with a history of its own, or a tensor forward made (no grad)
+    if not any(t is a for a in args):
+        return True
+    # an input made by another custom Function, or one ``ctx.mark_dirty`` moved onto this
+    # apply's node: the newest node, made as apply began (forward runs under no_grad)
+    try:
+        return _next_sequence_nr is None or node._sequence_nr() == _next_sequence_nr() - 1
+    except Exception:  # noqa: BLE001
+        return True
 
 
 class _Saved:
     """One tensor a graph saved for backward (what ``pack`` returns)."""
 
-    __slots__ = ("alias", "held", "version", "key", "file", "line", "op", "orig", "nonleaf", "is_output",
-                 "mutation", "silent", "detached", "__weakref__")
+    __slots__ = ("alias", "held", "version", "key", "file", "line", "op", "by_function", "function", "orig",
+                 "nonleaf", "is_output", "mutation", "silent", "detached", "__weakref__")
+
+    def fails_detached(self) -> bool:
+        """Does ``detach_()`` of the saved tensor make its unpack fail? torch's check: a saved
+        non-leaf input, unpacked by an op's node (a custom Function's node lends the tensor
+        its own grad_fn instead, so ``ctx.saved_tensors`` never fails this way)."""
+        return self.nonleaf and not self.is_output and not self.by_function
 
     def describe(self) -> str:
+        if self.function is not None:
+            return f"`{self.function}` saved it with ctx.save_for_backward at line {self.line}"
         op = getattr(self.op, "__name__", None) or "an operation"
         return f"`{op}` saved it for backward at line {self.line}"
 
@@ -327,6 +374,7 @@ class Monitor:
         self._user: dict[str, bool] = {}
         self._saved: dict[int, dict[int, _Ref]] = {}  # storage -> live saved records
         self._fresh: list[_Saved] = []  # saved during the current call
+        self._peeked: Optional[list] = None  # records unpacked while _function_records reads them
         self._op = None
         self._data: dict[int, _AliasRef] = {}  # id -> .data results
         self._detached: dict[int, _AliasRef] = {}  # id -> .detach() results of grad tensors
@@ -469,6 +517,7 @@ class Monitor:
     # ------------------------------------------------------------------ saved tensors
 
     def _pack(self, t):
+        caller = sys._getframe(1)
         with _NoTF():
             rec = _Saved()
             rec.alias = t.detach()
@@ -476,10 +525,13 @@ class Monitor:
             rec.version = t._version
             rec.nonleaf = not t.is_leaf
             rec.is_output = False
-            rec.mutation = rec.silent = rec.detached = None
+            rec.mutation = rec.silent = rec.detached = rec.function = None
             rec.op = self._op
             rec.orig = weakref.ref(t)
             rec.file, rec.line = self._where()
+            by_function = rec.by_function = caller.f_code is _APPLY
+            if by_function:  # ctx.save_for_backward: torch packs it as Function.apply finishes
+                self._function_save(rec, t, caller)
             key = rec.key = _key(t)
             if key:
                 ref = _Ref(rec, self._forget)
@@ -488,24 +540,43 @@ class Monitor:
                 if bucket is None:
                     bucket = self._saved[key] = {}
                 bucket[id(rec)] = ref
-                self._fresh.append(rec)
+                if not by_function:
+                    self._fresh.append(rec)
         return rec
+
+    def _function_save(self, rec: _Saved, t, apply_frame) -> None:
+        """A tensor a custom Function saved with ``ctx.save_for_backward``, packed from
+        ``Function.apply``'s frame after forward returned: settled here, not by ``_settle``
+        (the mode never sees apply, so no call's output is the Function's). Its node is not
+        known here (an input's ``grad_fn`` is another node): a backward's graph walk finds
+        the record by reading the node's ``saved_tensors`` (``_function_records``)."""
+        local = apply_frame.f_locals
+        cls = local.get("cls")
+        rec.op = cls
+        rec.function = self._user_function(cls)
+        rec.is_output = _function_output(t, local.get("args") or ())
+        if not rec.is_output:
+            rec.held = t  # as torch keeps a saved input itself
 
     def _unpack(self, rec):
         with _NoTF():
             alias = rec.alias if rec.held is None else rec.held
+            if self._peeked is not None:  # _function_records is reading a node's saves
+                self._peeked.append(rec)
+                return alias
             current = alias._version
             if current != rec.version:
                 if rec.mutation is not None:
                     self._emit_event(rec.mutation)
                 else:  # modified by something the mode did not see
                     file, line = self._where()
-                    self._emit("GG201", file, line, f"a tensor saved for backward was modified in place before "
-                               f"this backward ({rec.describe()})", rec.line)
+                    self._emit("GG201" if rec.function is None else "GG206", file, line,
+                               f"a tensor saved for backward was modified in place before this backward "
+                               f"({rec.describe()})", rec.line)
                 raise RuntimeError(
                     f"{SAVED_MSG}: [{alias.type()} {list(alias.shape)}] is at version {current}; "
                     f"expected version {rec.version} instead. {_HINT}")
-            if rec.detached is not None and rec.nonleaf and not rec.is_output:
+            if rec.detached is not None and rec.fails_detached():
                 self._emit_event(rec.detached)
                 raise RuntimeError(DETACHED_SAVED_MSG)
             if rec.silent is not None:
@@ -653,20 +724,16 @@ class Monitor:
         if not targets:
             return out
         where = None
+        writer = None  # (where, the user's custom Function whose forward made the call)
         bumped = False
         for t, rec, before in hits:
             if rec.alias._version != before:  # this call moved the saved tensor's version
                 bumped = True
                 if rec.mutation is None:
-                    where = where or self._where()
-                    base = t._base if t._base is not None else t
-                    if base.is_leaf and base.requires_grad:
-                        code, what = "GG202", "a parameter update"
-                    else:
-                        code, what = "GG201", "an in-place write"
-                    rec.mutation = Event(code, where[0], where[1],
-                                         f"{what} modifies a tensor that a live graph saved ({rec.describe()}); "
-                                         f"its backward fails", rec.line)
+                    if writer is None:
+                        where = where or self._where()
+                        writer = (where, self._running_function())
+                    rec.mutation = self._mutation(t, rec, *writer)
             elif id(rec) in fingerprints and fingerprints[id(rec)] != _fingerprint(rec.alias):
                 if rec.silent is None:
                     where = where or self._where()
@@ -689,6 +756,45 @@ class Monitor:
                     self._dirty[key] = (where, weakref.ref(origin, self._dropper(self._dirty, key)), detached)
                     self._watch = True
         return out
+
+    @staticmethod
+    def _mutation(t, rec: _Saved, where, function: Optional[str]) -> Event:
+        """The pending event of a write ``t`` that moved ``rec``'s version, coded as the
+        linter codes it (lint/events.py ``Mutation.code``): made inside a custom Function's
+        forward (GG204), into what ``ctx.save_for_backward`` saved (GG206), a parameter
+        update (GG202), any other write (GG201)."""
+        if function is not None:
+            code, what = "GG204", f"an in-place write inside `{function}.forward`"
+        elif rec.function is not None:
+            code, what = "GG206", "an in-place write"
+        else:
+            base = t._base if t._base is not None else t
+            if base.is_leaf and base.requires_grad:
+                code, what = "GG202", "a parameter update"
+            else:
+                code, what = "GG201", "an in-place write"
+        return Event(code, where[0], where[1],
+                     f"{what} modifies a tensor that a live graph saved ({rec.describe()}); its backward fails",
+                     rec.line)
+
+    def _user_function(self, cls) -> Optional[str]:
+        """The name of ``cls``, a custom autograd Function, if its forward is the user's."""
+        code = getattr(getattr(cls, "forward", None), "__code__", None)
+        if code is None or not self._is_user(code.co_filename):
+            return None
+        return getattr(cls, "__name__", None) or "Function"
+
+    def _running_function(self) -> Optional[str]:
+        """The user's custom Function whose forward (or ``setup_context``) is running: the
+        innermost ``Function.apply`` frame on the stack that applies one of the user's."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code is _APPLY:
+                name = self._user_function(frame.f_locals.get("cls"))
+                if name is not None:
+                    return name
+            frame = frame.f_back
+        return None
 
     def _check_reads(self, args, kwargs) -> None:
         """GG303 / GG306: is this call reading a tensor a pending event waits for?"""
@@ -765,7 +871,7 @@ class Monitor:
                 self._emit("GG306", file, line, "detach_() on a view: torch raises here")
             elif file is not None:
                 for rec in self._live(_key(t)):
-                    if rec.orig() is t and rec.nonleaf and not rec.is_output and rec.detached is None:
+                    if rec.orig() is t and rec.fails_detached() and rec.detached is None:
                         rec.detached = Event("GG306", file, line,
                                              f"detach_() on a tensor a live graph saved ({rec.describe()}); "
                                              f"its backward fails", rec.line)
@@ -801,15 +907,17 @@ class Monitor:
                     refs = node.metadata.get(_MD_RECS)
                 except Exception:  # noqa: BLE001
                     refs = None
-                for ref in refs or ():
-                    rec = ref()
+                records = [ref() for ref in refs or ()]
+                if isinstance(node, _FUNCTION_NODE):
+                    records += self._function_records(node)
+                for rec in records:
                     if rec is None:
                         continue
                     if rec.mutation is not None and rec.alias._version != rec.version:
                         self._emit_event(rec.mutation)
                     if rec.silent is not None:
                         self._emit_event(rec.silent)
-                    if rec.detached is not None and rec.nonleaf and not rec.is_output:
+                    if rec.detached is not None and rec.fails_detached():
                         self._emit_event(rec.detached)
         out = self._run(func, args, kwargs, None)
         for node in nodes:
@@ -818,6 +926,19 @@ class Monitor:
             except Exception:  # noqa: BLE001
                 pass
         return out
+
+    def _function_records(self, node) -> list:
+        """The records of what a custom Function's node saved with ``ctx.save_for_backward``
+        (hung on no node when packed): its ``saved_tensors``, read with ``_unpack`` only
+        collecting them (no check, nothing emitted or raised)."""
+        peeked = self._peeked = []
+        try:
+            _ = node.saved_tensors
+        except Exception:  # noqa: BLE001 - freed by an earlier backward, saved before the monitor
+            pass
+        finally:
+            self._peeked = None
+        return [rec for rec in peeked if isinstance(rec, _Saved)]
 
 
 def _walk(roots) -> list:
