@@ -91,6 +91,7 @@ class ProgramGenerator:
         self.rng = random.Random(f"{seed}/{size}/{depth}")
         self.lines: list[str] = []
         self.serial = itertools.count(1)
+        self.module_scope = Scope(tensors=[])  # what module-level code has bound
         self.helpers: list[str] = []  # module functions taking two tensors
         self.classes: list[str] = []  # module nn.Module classes taking WIDTH
         self.entry_points: list[str] = []
@@ -100,19 +101,21 @@ class ProgramGenerator:
                       f'depth {self.depth}, seed {self.seed}."""',
                    "import torch", "import torch.nn as nn", "import torch.nn.functional as F",
                    "")
-        self.prologue(0, Scope(tensors=[]))
+        self.prologue(0, self.module_scope)
         items = (self.helper, self.module_class, self.training_function, self.module_section)
         while len(self.lines) < self.size:
-            if len(self.helpers) < 2:
+            if not self.helpers:
                 item = self.helper
-            elif not self.classes:
-                item = self.module_class
+            elif not self.entry_points:
+                item = self.training_function
             else:
                 item = self.rng.choices(items, weights=(2, 1, 3, 1))[0]
             self.write(0, "")
-            item(max(2 * self.depth + 4, min(self.size - len(self.lines), self.item_budget())))
+            budget = min(self.size - len(self.lines), self.rng.randint(30, 150))
+            item(max(budget, 2 * self.depth + 4))
+        calls = [f"{name}(model, opt, [x, w])" for name in self.entry_points]
         self.write(0, "", 'if __name__ == "__main__":')
-        self.write(1, *(f"{name}(model, opt, [x, w])" for name in self.entry_points), "pass")
+        self.write(1, *(calls or ["pass"]))
         return "\n".join(self.lines) + "\n"
 
     # ------------------------------------------------------------------- plumbing
@@ -141,9 +144,6 @@ class ProgramGenerator:
         """``budget`` lines shared among ``parts`` bodies, at least two lines each."""
         cuts = sorted(self.rng.randint(0, max(budget, 0)) for _ in range(parts - 1))
         return [max(2, high - low) for low, high in zip([0, *cuts], [*cuts, budget])]
-
-    def item_budget(self) -> int:
-        return self.rng.randint(30, 150)
 
     # ------------------------------------------------------------------- blocks
     def block(self, scope: Scope, indent: int, depth: int, budget: int,
@@ -337,9 +337,10 @@ class ProgramGenerator:
     def compound_if_tensor(self, scope, indent, depth, budget, reach) -> None:
         first = self.rng.choice((f"if {self.condition(scope)}:",
                                  f"if ({self.name('s')} := {self.tensor(scope)}.norm()) > 1:"))
-        headers = [first, *self.rng.choice(([], ["else:"], [f"elif {self.condition(scope)}:", "else:"]))]
-        for arm, (header, body) in enumerate(zip(headers, self.split(budget - len(headers) + 1,
-                                                                      len(headers)))):
+        headers = [first, *self.rng.choice(
+            ([], ["else:"], [f"elif {self.condition(scope)}:", "else:"]))]
+        bodies = self.split(budget - len(headers) + 1, len(headers))
+        for arm, (header, body) in enumerate(zip(headers, bodies)):
             self.write(indent, header)
             self.block(scope, indent + 1, depth - 1, body, reach and arm == 0)
 
@@ -365,17 +366,19 @@ class ProgramGenerator:
         patterns = ['"train" | "fit"', f'{{"lr": lr, **{rest}}}', f"[{first}, *{rest}]",
                     "int() | float()"]
         cases = self.rng.sample(patterns, self.rng.randint(1, 3)) + ["_"]
-        subject = self.rng.choice(("mode", f"{self.tensor(scope)}.dim()", f"{self.rng.choice(scope.lists)}"))
+        subject = self.rng.choice(("mode", f"{self.tensor(scope)}.dim()",
+                                   self.rng.choice(scope.lists)))
         self.write(indent, f"match {subject}:")
-        for number, (pattern, body) in enumerate(zip(cases, self.split(budget - len(cases), len(cases)))):
+        bodies = self.split(budget - len(cases), len(cases))
+        for number, (pattern, body) in enumerate(zip(cases, bodies)):
             self.write(indent + 1, f"case {pattern}:")
             self.block(scope, indent + 2, depth - 1, body, reach and number == 0)
 
     def compound_local_def(self, scope, indent, depth, budget, reach) -> None:
         function, a, b = self.name("inner"), self.tensor(scope), self.tensor(scope)
         self.write(indent, f"def {function}(v, s={a}):")
-        inner = Scope(tensors=["v", "s", *self.rng.sample(scope.tensors, min(3, len(scope.tensors)))],
-                      in_function=True, layers=list(scope.layers),
+        closure = self.rng.sample(scope.tensors, min(3, len(scope.tensors)))
+        inner = Scope(tensors=["v", "s", *closure], in_function=True, layers=list(scope.layers),
                       optimizers=list(scope.optimizers), lists=list(scope.lists))
         self.block(inner, indent + 1, depth - 1, budget - 2, reach)
         self.write(indent + 1, f"return {self.tensor(inner)}")
@@ -393,8 +396,8 @@ class ProgramGenerator:
     def class_definition(self, indent: int, name: str, depth: int, budget: int, reach: bool,
                          outer: Scope) -> None:
         """An ``nn.Module`` with layers, a parameter and a forward whose body nests
-        ``depth - 1`` more levels; sometimes a plain class with a method instead."""
-        if self.rng.random() < 0.25:
+        ``depth - 1`` more levels; sometimes (not on the way down) a plain class instead."""
+        if not reach and self.rng.random() < 0.25:
             self.write(indent, f"class {name}:",
                        "    def __init__(self, width):",
                        f"        self.avg = torch.zeros(width, {WIDTH})",
@@ -422,7 +425,7 @@ class ProgramGenerator:
         recursive = self.rng.random() < 0.4
         self.write(0, f"def {name}(a, b{', n=3' if recursive else ''}):")
         if recursive:
-            self.write(1, "if n <= 0:", "    return a")
+            self.write(1, "if n <= 0: return a")
         scope = Scope(tensors=["a", "b"], in_function=True)
         self.block(scope, 1, self.rng.randint(1, self.depth), min(budget, 30))
         calls = [f"{name}({self.tensor(scope)}, b, n - 1)"] if recursive else []
@@ -433,7 +436,7 @@ class ProgramGenerator:
 
     def module_class(self, budget: int) -> None:
         name = self.name("Block")
-        self.class_definition(0, name, self.depth, min(budget, 60), False, Scope(tensors=[]))
+        self.class_definition(0, name, self.depth, min(budget, 60), False, self.module_scope)
         self.classes.append(name)
 
     def training_function(self, budget: int) -> None:
@@ -446,9 +449,7 @@ class ProgramGenerator:
         self.entry_points.append(name)
 
     def module_section(self, budget: int) -> None:
-        scope = Scope(tensors=["x", "w"])
-        self.block(scope, 0, self.depth, budget, reach=True)
-
+        self.block(self.module_scope, 0, self.depth, budget, reach=True)
 
 
 # ----------------------------------------------------------------------------- timing
@@ -498,6 +499,8 @@ class Worker:
 
 @dataclass
 class Result:
+    """One program's check: its place in the grid, its length, time and finding codes."""
+
     size: int
     depth: int
     seed: int
@@ -581,8 +584,9 @@ def main() -> None:
     print(f"{'size':>6}{'depth':>6}{'seed':>6}{'lines':>7}{'seconds':>9}{'findings':>10}")
 
     def report(result: Result) -> None:
+        findings = "-" if result.seconds is None else len(result.codes)
         print(f"{result.size:>6}{result.depth:>6}{result.seed:>6}{result.lines:>7}"
-              f"{result.shown(options.timeout):>9}{len(result.codes):>10}", flush=True)
+              f"{result.shown(options.timeout):>9}{findings:>10}", flush=True)
 
     results = run_grid(options, report)
     sys.exit(0 if summarise(results, options) else 1)

@@ -11,8 +11,9 @@ layers is seen where it happens. A class with no ``forward`` of its own that der
 ``nn.Sequential`` runs the layers it handed to ``super().__init__``.
 
 Cost is bounded: a call is not followed into a function already being followed
-(recursion), deeper than ``MAX_CALL_DEPTH``, or once a top-level scope has followed
-``CALL_BUDGET`` statements. An unfollowed call gives an unknown: silence, never a guess.
+(recursion), deeper than ``MAX_CALL_DEPTH``, or once the top-level scope has spent its
+budget of statements (``Interpreter.frugal``). An unfollowed call gives an unknown:
+silence, never a guess.
 """
 
 from __future__ import annotations
@@ -26,13 +27,11 @@ from gradguard.expressions import _all_params
 from gradguard.state import State, join_all
 from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, Instance, Value, \
     join_values
-from gradguard.walk import walk
 
 if TYPE_CHECKING:
     from gradguard.engine import Interpreter
 
 MAX_CALL_DEPTH = 6  # calls followed one inside another
-CALL_BUDGET = 5_000  # statements followed into callees per top-level scope
 
 
 class UserCalls:
@@ -43,13 +42,11 @@ class UserCalls:
         self.active: list[cst.FunctionDef] = []  # the calls being followed, innermost last
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
-        self.spent = 0  # statements followed in this top-level scope
         self._sizes: dict[int, int] = {}
 
     def start_scope(self, globals_: Optional[dict]) -> None:
         """A new top-level scope (the module body, or one function body) is analysed."""
         self.scope_globals = globals_
-        self.spent = 0
 
     # ----------------------------------------------------------------- entry points
     def call_function(self, st: State, call: cst.Call, function: FunctionVal,
@@ -115,12 +112,8 @@ class UserCalls:
         interpreter = self.interpreter
         definition = function.node
         if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
-                or not isinstance(definition.body, cst.IndentedBlock):
+                or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
             return None, None
-        size = self.size_of(definition)
-        if self.spent + size > CALL_BUDGET:
-            return None, None
-        self.spent += size
         globals_ = self.globals_of(st, function)
         inner = st.copy()
         inner.env, inner.globals = {}, globals_
@@ -162,15 +155,6 @@ class UserCalls:
         if not self.active:
             self.module_env = st.env  # a call from the module body: its bindings now
         return self.module_env
-
-    # ----------------------------------------------------------------- cost
-    def size_of(self, function: cst.FunctionDef) -> int:
-        """Statements in a function's body: what following a call to it costs."""
-        key = id(function)
-        if key not in self._sizes:
-            self._sizes[key] = sum(1 for node in walk(function.body)
-                                   if isinstance(node, cst.BaseSmallStatement))
-        return self._sizes[key]
 
 
 def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:

@@ -32,7 +32,7 @@ from gradguard.knowledge import TORCH
 from gradguard.positions import Positions
 from gradguard.project import ModuleScope, Project
 from gradguard.rules.base import handlers_of
-from gradguard.state import State, join, join_all
+from gradguard.state import Heap, State, join, join_all
 from gradguard.walk import child_nodes, walk
 from gradguard.values import (
     NUMBER,
@@ -60,6 +60,12 @@ AUGMENTED_OPERATORS = {
     cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
 MAX_LOOP_PASSES = 4
+# A top-level scope may run STEPS_PER_STATEMENT statements for each of its own (loop
+# passes and followed calls run statements again), plus STEPS_FLOOR; a file, as many for
+# each of its statements, plus FILE_STEPS_FLOOR, whatever its scopes.
+STEPS_PER_STATEMENT = 6
+STEPS_FLOOR = 1_000
+FILE_STEPS_FLOOR = 6_000
 
 Report = Callable[[cst.CSTNode, str, str], None]
 
@@ -101,6 +107,11 @@ class Interpreter(ExpressionEvaluator):
         # a module-level def, whose globals are the module's final bindings, self).
         self.pending: list[tuple[cst.FunctionDef, Optional[State], Optional[Instance],
                                  Optional[Tri]]] = []
+        self.queued: set[int] = set()  # the defs in pending, or analysed already
+        self.classes: dict[int, ClassVal] = {}  # class statement -> the class it made
+        self.steps_left = 0  # statements the current top-level scope may still run
+        self.steps_granted = 0  # ... and it was given
+        self.file_steps_left: Optional[int] = None  # ... and the file's other scopes
         self.in_function = False
         self.method: Optional[tuple[str, cst.FunctionDef]] = None  # (self's name, def)
         self.calls = UserCalls(self)  # calls into the file's own functions and modules
@@ -176,16 +187,34 @@ class Interpreter(ExpressionEvaluator):
                     handler_list[:] = [entry for entry in handler_list if entry[0] is not rule]
 
     # ----------------------------------------------------------------- driver
+    def start_scope(self, node: cst.CSTNode, globals_: Optional[dict]) -> None:
+        """Analyse a new top-level scope (the module body, or a function body on its own)
+        with a budget of statements proportional to its own size (nested functions are
+        scopes of their own), within what is left of the file's: past it, the scope's
+        calls are no longer followed and its loops run once (then widen)."""
+        self.calls.start_scope(globals_)
+        if self.file_steps_left is None:  # the module: the file's budget is set first
+            self.file_steps_left = STEPS_PER_STATEMENT * _statements(node) + FILE_STEPS_FLOOR
+        else:
+            self.file_steps_left -= self.steps_granted - max(self.steps_left, 0)
+        own = STEPS_PER_STATEMENT * _statements(node, prune=_is_function) + STEPS_FLOOR
+        self.steps_left = self.steps_granted = max(0, min(own, self.file_steps_left))
+
+    @property
+    def frugal(self) -> bool:
+        """The current scope spent its budget."""
+        return self.steps_left <= 0
+
     def run(self) -> None:
-        self.calls.start_scope(None)
-        st = self.block(self.module.body, State({}, {}, Tri.YES))
+        self.start_scope(self.module, None)
+        st = self.block(self.module.body, State({}, Heap(), Tri.YES))
         globals_ = st.env if st is not None else {}
-        self.module_heap = st.heap if st is not None else {}
+        self.module_heap = st.heap.flat() if st is not None else {}
         self.scope.env, self.scope.heap = globals_, self.module_heap
         self.in_function = True
         while self.pending and self.bodies:
             function, closure, self_value, grad_mode = self.pending.pop(0)
-            self.calls.start_scope(globals_)
+            self.start_scope(function, globals_)
             self.function_body(function, closure, globals_, self_value, grad_mode)
 
     def block(self, statements, st: Optional[State]) -> Optional[State]:
@@ -209,6 +238,7 @@ class Interpreter(ExpressionEvaluator):
         for statement in statements:
             if st is None:
                 return None
+            self.steps_left -= 1
             handler = self._small.get(type(statement))
             if handler is not None:
                 st = handler(statement, st)
@@ -355,8 +385,7 @@ class Interpreter(ExpressionEvaluator):
             self.imported.append(scope)
             self.imported.extend(inner for inner in self.project.imports_of(scope)
                                  if inner not in self.imported)
-        for obj, facts in scope.heap.items():
-            st.heap.setdefault(obj, facts)
+        st.heap.add_layer(scope.heap)
         return ModuleRef(scope)
 
     # ----------------------------------------------------------------- control flow
@@ -433,7 +462,7 @@ class Interpreter(ExpressionEvaluator):
         """
         heads, breaks = [entry], []
         state = entry
-        for pass_number in range(MAX_LOOP_PASSES):
+        for pass_number in range(1 if self.frugal else MAX_LOOP_PASSES):
             loop = _Loop()
             self.loops.append(loop)
             try:
@@ -463,7 +492,8 @@ class Interpreter(ExpressionEvaluator):
         fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
 
         def body(state: State) -> Optional[State]:
-            state.heap.update(fresh)
+            for obj, facts in fresh.items():
+                state.heap[obj] = facts
             self.bind_target(node.target, element, state, node)
             return self.suite(node.body, state)
 
@@ -588,8 +618,10 @@ class Interpreter(ExpressionEvaluator):
         grad_mode = self._decorator_grad_mode(node, st)
         value = FunctionVal(node, grad_mode, self.scope)
         st.bind(node.name.value, value)
-        self.pending.append((node, st.copy() if self.in_function else None, self_value,
-                             grad_mode))
+        if id(node) not in self.queued:  # a def run again (a loop, a followed call) is
+            self.queued.add(id(node))    # analysed on its own once
+            self.pending.append((node, st.copy() if self.in_function else None, self_value,
+                                 grad_mode))
         return st
 
     def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
@@ -619,7 +651,8 @@ class Interpreter(ExpressionEvaluator):
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
         env = dict(closure.env) if closure is not None else {}
         grad = grad_mode if grad_mode is not None else Tri.YES
-        st = State(env, dict(closure.heap if closure is not None else self.module_heap), grad,
+        heap = closure.heap.child() if closure is not None else Heap(layers=(self.module_heap,))
+        st = State(env, heap, grad,
                    globals_=closure.globals or globals_ if closure is not None else globals_)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
@@ -632,7 +665,7 @@ class Interpreter(ExpressionEvaluator):
                     if param.default is None:
                         st.bind(param.name.value, self.new_tensor(st, id(param), TensorFacts(
                             requires_grad=Tri.YES, is_leaf=Tri.NO, producer="input")))
-            st.heap.update(self_value.info.heap)
+            st.heap.merge(self_value.info.heap)
             for attr, attr_value in self_value.info.attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
         self.method = (params[0].name.value, node) \
@@ -644,6 +677,13 @@ class Interpreter(ExpressionEvaluator):
         self.method = None
 
     def _class_def(self, node: cst.ClassDef, st: State) -> State:
+        known = self.classes.get(id(node))
+        if known is None:  # a class statement run again (a loop, a followed call) makes
+            known = self.classes[id(node)] = self._define_class(node, st)  # the same class
+        st.bind(node.name.value, known)
+        return st
+
+    def _define_class(self, node: cst.ClassDef, st: State) -> ClassVal:
         is_module = False
         inherited: list[ClassInfo] = []
         layer_parameters: list[str] = []
@@ -694,6 +734,7 @@ class Interpreter(ExpressionEvaluator):
         for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)
+                init_heap = init_state.heap.copy()
                 self.constructing.append(self_value)
                 try:
                     end = self.block(method.body.body, init_state) \
@@ -702,22 +743,21 @@ class Interpreter(ExpressionEvaluator):
                     self.constructing.pop()
                 if end is not None:
                     info.attrs.update(self_attributes(method, end, info.unstable))
-                    info.heap.update(end.heap)
+                    info.heap.update(end.heap.changes_since(init_heap))
                 info.container = self.containers.get(self_value.obj, info.container)
             else:
                 self._function_def(method, body_state, self_value)
-        st.bind(node.name.value, ClassVal(info))
-        return st
+        return ClassVal(info)
 
     def _init_state(self, method: cst.FunctionDef, st: State, self_value: Instance) -> State:
-        init = State(dict(st.env), dict(st.heap), self._decorator_grad_mode(method, st) or Tri.YES,
+        init = State(dict(st.env), st.heap.child(), self._decorator_grad_mode(method, st) or Tri.YES,
                      globals_=st.globals)
         for param in _all_params(method.params):
             init.bind(param.name.value, UNKNOWN)
         params = list(method.params.params)
         if params:
             init.bind(params[0].name.value, self_value)
-            init.heap.update(self_value.info.heap)
+            init.heap.merge(self_value.info.heap)
             for attr, value in self_value.info.attrs.items():
                 init.env[f"{params[0].name.value}.{attr}"] = value
         return init
@@ -748,6 +788,15 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
             and all(isinstance(child, (ModuleObj, Instance)) for child in iterable.children):
         return iterable.children
     return None
+
+
+def _statements(node: cst.CSTNode, prune=None) -> int:
+    """Simple statements below ``node`` (not inside what ``prune`` accepts)."""
+    return sum(1 for child in walk(node, prune=prune) if isinstance(child, cst.BaseSmallStatement))
+
+
+def _is_function(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.FunctionDef, cst.Lambda))
 
 
 def _objects_in(value: Value) -> list:

@@ -436,15 +436,11 @@ class ExpressionEvaluator(SavedTensors):
             return self._module_attribute(st, base, attr, path)
         if isinstance(base, Instance):
             value = base.attributes().get(attr, UNKNOWN)
-            self._import_heap(st, base.info.heap)
+            st.heap.merge(base.info.heap)
             if path is not None and value is not UNKNOWN:
                 st.env[path] = value
             return value
         return UNKNOWN
-
-    def _import_heap(self, st: State, heap: dict) -> None:
-        for obj, facts in heap.items():
-            st.heap.setdefault(obj, facts)
 
     def _tensor_attribute(self, st: State, base: TensorRef, attr: str,
                           node: cst.CSTNode) -> Value:

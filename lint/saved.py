@@ -10,7 +10,6 @@ return hands the graph to the caller, whose backward will fail the same way.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
@@ -30,7 +29,6 @@ from gradguard.values import (
 )
 
 PARAMS = "*params"  # the storage name standing for "some parameter of this owner"
-EARLIER = "*earlier"  # (EARLIER, site): what a site allocated before its latest tensor
 
 
 class SavedTensors:
@@ -136,25 +134,19 @@ class SavedTensors:
             return
         superseded = frozenset(s for s in st.retained if s in records)
         st.saves = st.saves | records
+        if st.stale:
+            st.stale = st.stale - records
         if superseded:
             st.mutations = frozenset(m for m in st.mutations if m.save not in superseded)
             st.retained = st.retained - superseded
 
     def retire_storage(self, st: State, obj: Hashable) -> None:
         """An allocation site makes a new tensor (the next pass of a loop, a second call):
-        what graphs saved of the tensor it made before is another storage now, which no
-        write to the new one can change."""
-        stale = {save: replace(save, storage=(EARLIER, save.storage))
-                 for save in st.saves | st.retained if save.storage == obj}
-        if not stale:
-            return
-        renamed = lambda saves: frozenset(stale.get(save, save) for save in saves)  # noqa: E731
-        st.saves, st.retained = renamed(st.saves), renamed(st.retained)
-        st.mutations = frozenset(replace(m, save=stale[m.save]) if m.save in stale else m
-                                 for m in st.mutations)
-        for other, facts in st.heap.items():
-            if facts.saves and not facts.saves.isdisjoint(stale):
-                st.heap[other] = facts.evolve(saves=renamed(facts.saves))
+        what graphs saved of the tensor it made before is stale, and no write to the new
+        one changes it (until the save is made again, of the new one)."""
+        stale = frozenset(save for save in st.saves if save.storage == obj)
+        if stale:
+            st.stale = st.stale | stale
 
     # ----------------------------------------------------------------- writing
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
@@ -165,7 +157,11 @@ class SavedTensors:
         ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
             return
-        hits = [save for save in st.saves if self.covers(written, save.storage)
+        grouped = _is_group(written)  # a group covers its members: the slow check
+        hits = [save for save in st.saves
+                if (save.storage == written or (
+                    (grouped or _is_group(save.storage)) and self.covers(written, save.storage)))
+                and save not in st.stale
                 and not (detach and save.key[1] == "result")]  # detach_ spares saved outputs
         if hits:
             st.mutations = st.mutations | frozenset(
