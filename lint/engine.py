@@ -10,6 +10,7 @@ them; see ``docs/design.md``.
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import libcst as cst
@@ -43,6 +44,7 @@ from gradguard.values import (
     Const,
     FunctionVal,
     GradMode,
+    Imported,
     Instance,
     IterableOf,
     ModuleObj,
@@ -60,6 +62,7 @@ AUGMENTED_OPERATORS = {
     cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
 MAX_LOOP_PASSES = 4
+MAX_REEXPORTS = 8  # packages an imported name is followed through (__init__ re-exports)
 # A top-level scope may run STEPS_PER_STATEMENT statements for each of its own (loop
 # passes and followed calls run statements again), plus STEPS_FLOOR; a file, as many for
 # each of its statements, plus FILE_STEPS_FLOOR, whatever its scopes.
@@ -197,7 +200,7 @@ class Interpreter(ExpressionEvaluator):
             self.file_steps_left = STEPS_PER_STATEMENT * _statements(node) + FILE_STEPS_FLOOR
         else:
             self.file_steps_left -= self.steps_granted - max(self.steps_left, 0)
-        own = STEPS_PER_STATEMENT * _statements(node, prune=_is_function) + STEPS_FLOOR
+        own = STEPS_PER_STATEMENT * _statements(node, nested=False) + STEPS_FLOOR
         self.steps_left = self.steps_granted = max(0, min(own, self.file_steps_left))
 
     @property
@@ -365,20 +368,25 @@ class Interpreter(ExpressionEvaluator):
         for alias in node.names:
             name = alias.name.value
             bound = alias.asname.name.value if alias.asname is not None else name
-            value = self.attribute_of(st, source, name, node, None)
-            if value is UNKNOWN and isinstance(source, ModuleRef):  # a submodule
-                value = self._module_value(st, f"{module}.{name}" if module else name, level)
-            st.bind(bound, value)
+            st.bind(bound, Imported(source.path, name) if isinstance(source, Imported)
+                    else self.attribute_of(st, source, name, node, None))
         return st
 
     def _module_value(self, st: State, name: str, level: int) -> Value:
-        """What an import of ``name`` gives: torch's API, or a module of the project."""
+        """What an import of ``name`` gives: torch's API, or a module of the project (which
+        is analysed only when a name from it is used: ``resolve_import``)."""
         if not level and _is_known_module(name):
             return Ref(name)
         if self.project is None:
             return UNKNOWN
         path = self.project.resolve(self.scope.path, name, level)
-        scope = self.project.scope_of(path) if path is not None else None
+        return Imported(str(path)) if path is not None else UNKNOWN
+
+    def resolve_import(self, st: State, value: Imported, hops: int = 0) -> Value:
+        """The value an import binds, the first time the code uses it (``hops``: packages
+        re-exporting it passed through)."""
+        scope = self.project.scope_of(Path(value.path)) \
+            if self.project is not None and hops < MAX_REEXPORTS else None
         if scope is None:
             return UNKNOWN
         if scope not in self.imported:
@@ -386,7 +394,16 @@ class Interpreter(ExpressionEvaluator):
             self.imported.extend(inner for inner in self.project.imports_of(scope)
                                  if inner not in self.imported)
         st.heap.add_layer(scope.heap)
-        return ModuleRef(scope)
+        if value.name is None:
+            return ModuleRef(scope)
+        found = scope.env.get(value.name)
+        if isinstance(found, Imported):  # a package's __init__ re-exporting a name
+            return self.resolve_import(st, found, hops + 1)
+        if found is not None:
+            return found
+        submodule = self.project.resolve(value.path, value.name, 1)  # from pkg import sub
+        return self.resolve_import(st, Imported(str(submodule)), hops + 1) \
+            if submodule is not None else UNKNOWN
 
     # ----------------------------------------------------------------- control flow
     def _return(self, node: cst.Return, st: State) -> None:
@@ -790,13 +807,32 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
     return None
 
 
-def _statements(node: cst.CSTNode, prune=None) -> int:
-    """Simple statements below ``node`` (not inside what ``prune`` accepts)."""
-    return sum(1 for child in walk(node, prune=prune) if isinstance(child, cst.BaseSmallStatement))
-
-
-def _is_function(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.FunctionDef, cst.Lambda))
+def _statements(node: cst.CSTNode, nested: bool = True) -> int:
+    """Simple statements in ``node``'s body and the blocks inside it (and inside nested
+    functions when ``nested``). Only statements are visited, never expressions."""
+    count = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.SimpleStatementLine):
+            count += len(current.body)
+            continue
+        if isinstance(current, cst.SimpleStatementSuite):
+            count += len(current.body)
+            continue
+        if current is not node and not nested and isinstance(current, cst.FunctionDef):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody", "cases"):
+            part = getattr(current, field, None)
+            if part is None:
+                continue
+            if isinstance(part, (list, tuple)):
+                stack.extend(part)
+            elif isinstance(part, (cst.IndentedBlock, cst.Module)):
+                stack.extend(part.body)
+            elif isinstance(part, cst.CSTNode):
+                stack.append(part)
+    return count
 
 
 def _objects_in(value: Value) -> list:

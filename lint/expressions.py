@@ -39,6 +39,7 @@ from gradguard.values import (
     FunctionContext,
     FunctionVal,
     GradMode,
+    Imported,
     Instance,
     IterableOf,
     ModuleObj,
@@ -394,6 +395,9 @@ class ExpressionEvaluator(SavedTensors):
     def comprehension(self, node: cst.BaseComp, st: State) -> Value:  # overridden
         raise NotImplementedError
 
+    def resolve_import(self, st: State, value: Imported) -> Value:  # overridden
+        raise NotImplementedError
+
     def inline_call(self, st: State, node: cst.Call, function: FunctionVal,
                     args: list) -> Value:  # overridden
         raise NotImplementedError
@@ -406,6 +410,8 @@ class ExpressionEvaluator(SavedTensors):
     def _name(self, node: cst.Name, st: State) -> Value:
         name = node.value
         value = st.lookup(name)
+        if isinstance(value, Imported):
+            value = self.resolve_import(st, value)
         if value is not None:
             return self.read_tensor(st, node, value) if st.alias_writes else value
         if name in ("True", "False", "None"):
@@ -431,7 +437,8 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":
             return FunctionApply(base.info)
         if isinstance(base, ModuleRef):
-            return base.scope.env.get(attr, UNKNOWN)
+            value = base.scope.env.get(attr, UNKNOWN)
+            return self.resolve_import(st, value) if isinstance(value, Imported) else value
         if isinstance(base, ModuleObj):
             return self._module_attribute(st, base, attr, path)
         if isinstance(base, Instance):

@@ -19,6 +19,7 @@ unknowns.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -28,6 +29,10 @@ import libcst as cst
 from gradguard.positions import Positions
 
 MAX_IMPORT_DEPTH = 8  # modules analysed for one import chain (a imports b imports c ...)
+MAX_SCOPES = 64  # analysed modules kept (each holds its tree), the least recently used go
+# Where installed packages live: not a project's source root (their own relative imports
+# still resolve).
+INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
 @dataclass(eq=False)
@@ -52,7 +57,7 @@ class Project:
     """Resolves and analyses the project modules a file imports (cached per content)."""
 
     def __init__(self) -> None:
-        self._scopes: dict[tuple, Optional[ModuleScope]] = {}
+        self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
 
     # ----------------------------------------------------------------- resolving
@@ -70,7 +75,7 @@ class Project:
                 break
         unique: list[Path] = []
         for root in roots:
-            if root not in unique and root.is_dir():
+            if root not in unique and root.is_dir() and root.name not in INSTALLED:
                 unique.append(root)
         return unique
 
@@ -100,6 +105,7 @@ class Project:
             return None
         key = (str(path), stat.st_mtime_ns, stat.st_size)
         if key in self._scopes:
+            self._scopes.move_to_end(key)
             return self._scopes[key]
         if str(path) in self._analysing or len(self._analysing) >= MAX_IMPORT_DEPTH:
             return None
@@ -109,6 +115,8 @@ class Project:
         finally:
             self._analysing.pop()
         self._scopes[key] = scope
+        while len(self._scopes) > MAX_SCOPES:
+            self._scopes.popitem(last=False)
         return scope
 
     def _analyse(self, path: Path) -> Optional[ModuleScope]:

@@ -222,6 +222,15 @@ class FunctionVal(Value):
 
 
 @dataclass(frozen=True)
+class Imported(Value):
+    """An import of the project's own code not yet used: the module at ``path``, or the
+    name ``name`` in it. Its module is analysed when the code first uses it."""
+
+    path: str
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class ModuleRef(Value):
     """A module of the project (``import models``): its analysed ModuleScope."""
 
