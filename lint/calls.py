@@ -32,7 +32,7 @@ from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, 
 if TYPE_CHECKING:
     from gradguard.engine import Interpreter
 
-MAX_CALL_DEPTH = 6  # calls followed one inside another
+MAX_CALL_DEPTH = 4  # calls followed one inside another
 
 
 class UserCalls:
@@ -43,6 +43,16 @@ class UserCalls:
         self.active: list[cst.FunctionDef] = []  # the calls being followed, innermost last
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self.entered: list = []  # the imported modules whose code ran, the latest last
+        self.modules: list = []  # per followed call: its imported module, or None (this one)
+
+    @property
+    def current_module(self):
+        """The imported module whose code is running now, if any."""
+        for module in reversed(self.modules):
+            if module is not None:
+                return module
+        return None
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self._sizes: dict[int, int] = {}
 
@@ -138,11 +148,18 @@ class UserCalls:
         for name, value in bindings.items():
             inner.bind(name, value)
         self.active.append(definition)
+        module = function.module if function.module is not interpreter.scope else None
+        if module is not None:
+            if module in self.entered:
+                self.entered.remove(module)
+            self.entered.append(module)
+        self.modules.append(module)
         interpreter.returns.append([])
         try:
             end = interpreter.block(definition.body.body, inner)
         finally:
             self.active.pop()
+            self.modules.pop()
             returns = interpreter.returns.pop()
         out = join_all([end, *(state for state, _ in returns)])
         if out is None:

@@ -102,6 +102,8 @@ class Interpreter(ExpressionEvaluator):
         self.scope = scope if scope is not None else ModuleScope(None, module)
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.imported: list[ModuleScope] = []  # the project modules this one imports
+        self.homes: dict[int, ModuleScope] = {}  # node -> the imported module it is in
+        self.resolved: dict[Imported, tuple] = {}  # import -> (its value, its module)
         self.failures = failures
         self._reported: set = set()
         self.positions = positions
@@ -157,21 +159,40 @@ class Interpreter(ExpressionEvaluator):
         key = (id(node), code)
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
+            self._note_home(node)
             self._report(node, code, message)
+
+    def _note_home(self, node: cst.CSTNode) -> None:
+        """A node met while an imported module's code runs is most likely that module's:
+        ``place`` looks there first."""
+        module = self.calls.current_module
+        if module is not None:
+            self.homes.setdefault(id(node), module)
 
     def line_of(self, node: cst.CSTNode) -> str:
         """A node's line, as a message cites it (``cite``: the checker writes it relative
         to the file the finding is in)."""
+        self._note_home(node)
         path, line, _ = self.place(node)
         return cite(path, line)
 
     def place(self, node: cst.CSTNode) -> tuple[Optional[str], int, int]:
-        """(path, line, column) of a node of this module or of a module it imports."""
+        """(path, line, column) of a node of this module or of a module it imports. The
+        modules whose code was followed come first, the most recent first: a foreign node
+        is almost always one of theirs, and each module searched costs a pass over it."""
+        home = self.homes.get(id(node))
+        if home is not None:
+            try:
+                start = home.positions.start(node)
+                return home.path, start.line, start.column
+            except KeyError:
+                pass
         try:
             start = self.positions.start(node)
             return self.scope.path, start.line, start.column
         except KeyError:
-            for scope in self.imported:
+            followed = list(reversed(self.calls.entered))
+            for scope in followed + [s for s in self.imported if s not in followed]:
                 try:
                     start = scope.positions.start(node)
                 except KeyError:
@@ -385,6 +406,17 @@ class Interpreter(ExpressionEvaluator):
     def resolve_import(self, st: State, value: Imported, hops: int = 0) -> Value:
         """The value an import binds, the first time the code uses it (``hops``: packages
         re-exporting it passed through)."""
+        if value in self.resolved:
+            resolved, scope = self.resolved[value]
+            if scope is not None:
+                st.heap.add_layer(scope.heap)
+            return resolved
+        resolved = self._resolve_import(st, value, hops)
+        self.resolved[value] = (resolved, self.project.scope_of(Path(value.path))
+                                if self.project is not None else None)
+        return resolved
+
+    def _resolve_import(self, st: State, value: Imported, hops: int) -> Value:
         scope = self.project.scope_of(Path(value.path)) \
             if self.project is not None and hops < MAX_REEXPORTS else None
         if scope is None:

@@ -59,11 +59,18 @@ class Project:
     def __init__(self) -> None:
         self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
+        self._roots: dict[Path, list[Path]] = {}
+        self._resolved: dict[tuple, Optional[Path]] = {}
 
     # ----------------------------------------------------------------- resolving
     def roots_of(self, importer: str) -> list[Path]:
         """Where absolute imports of ``importer`` resolve, in order."""
         here = Path(importer).resolve().parent
+        if here not in self._roots:
+            self._roots[here] = self._find_roots(here)
+        return self._roots[here]
+
+    def _find_roots(self, here: Path) -> list[Path]:
         roots = [here]
         package = here
         while (package / "__init__.py").is_file():
@@ -83,6 +90,12 @@ class Project:
         """The file ``import module`` (``level`` dots for a relative import) names."""
         if importer is None:
             return None
+        key = (os.path.abspath(importer), module, level)  # a run's files do not move
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(importer, module, level)
+        return self._resolved[key]
+
+    def _resolve(self, importer: str, module: str, level: int) -> Optional[Path]:
         parts = [part for part in module.split(".") if part]
         if level:
             base = Path(importer).resolve().parent
