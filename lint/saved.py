@@ -73,27 +73,33 @@ class SavedTensors:
         return None
 
     def owners_of(self, value: Value) -> frozenset:
-        if isinstance(value, ModuleObj):
-            found = {value.obj}
-            for child in value.children:
-                found |= self.owners_of(child)
-            return frozenset(found)
-        if isinstance(value, Instance):
-            found = {value.obj}
-            for attr in value.attributes().values():
-                found |= self.owners_of(attr)
-            if value.container is not None:
-                found |= self.owners_of(value.container)
-            return frozenset(found)
-        if isinstance(value, TensorRef):
-            return frozenset((value.obj,))
-        if isinstance(value, ParamsOf):
-            return self.owners_of(value.owner)
-        if isinstance(value, Seq):
-            return frozenset().union(*(self.owners_of(item) for item in value.items))
-        if isinstance(value, IterableOf):
-            return self.owners_of(value.element)
-        return frozenset()
+        """Every object a module (or a list of them, or a tensor) owns: its layers, theirs,
+        and its tensors."""
+        found: set = set()
+        pending, seen = [value], set()
+        while pending:
+            current = pending.pop()
+            if isinstance(current, (ModuleObj, Instance)):
+                key = (type(current), current.obj)  # a Sequential subclass is both
+                if key in seen:  # an object graph may be cyclic (self.parent = ...)
+                    continue
+                seen.add(key)
+                found.add(current.obj)
+                if isinstance(current, ModuleObj):
+                    pending.extend(current.children)
+                else:
+                    pending.extend(current.attributes().values())
+                    if current.container is not None:
+                        pending.append(current.container)
+            elif isinstance(current, TensorRef):
+                found.add(current.obj)
+            elif isinstance(current, ParamsOf):
+                pending.append(current.owner)
+            elif isinstance(current, Seq):
+                pending.extend(current.items)
+            elif isinstance(current, IterableOf):
+                pending.append(current.element)
+        return frozenset(found)
 
     # ----------------------------------------------------------------- saving
     def record_saves(self, st: State, node: cst.CSTNode, op: str, operands: dict,

@@ -524,6 +524,18 @@ CASES = {
         print(model)
         model[0].weight.copy_(torch.ones(2, 2))
         """, {(5, "GG101")}),
+    "a module that refers to itself (torch/_inductor)": ("""
+        import torch
+        import torch.nn as nn
+        class Node(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+                self.me = self
+        n = Node()
+        opt = torch.optim.SGD(n.parameters(), lr=0.1)
+        n.fc.weight.add_(1)
+        """, {(10, "GG101")}),
     "torch.load gives no tensor": ("""
         import torch
         state = torch.load("state.pt", weights_only=False)
