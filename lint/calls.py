@@ -25,7 +25,7 @@ import libcst as cst
 from gradguard.facts import Tri
 from gradguard.expressions import _all_params
 from gradguard.state import State, join_all
-from gradguard.walk import walk
+from gradguard.relevance import cst_events, may_matter
 from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, Instance, Value, \
     join_values
 
@@ -74,7 +74,7 @@ class UserCalls:
     def worth_following(self, definition: cst.FunctionDef) -> bool:
         key = id(definition)
         if key not in self._worth:
-            self._worth[key] = _may_matter(definition)
+            self._worth[key] = may_matter(cst_events(definition))
         return self._worth[key]
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
@@ -204,38 +204,6 @@ def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: i
             bound[positional[position].name.value] = value
             position += 1
     return bound
-
-
-MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential",
-                    "ModuleList", "ModuleDict", "apply"})
-
-
-def _may_matter(function: cst.FunctionDef) -> bool:
-    """Whether following a call into ``function`` can tell the engine anything its
-    unknown result would not: its syntax may write a tensor in place, freeze one, run a
-    backward or an optimizer step, build a leaf that requires grad, a layer or a module,
-    or call a method of ``self`` or a module (which may)."""
-    for node in walk(function.body):
-        if isinstance(node, cst.AugAssign):
-            return True
-        if isinstance(node, cst.AssignTarget) and (
-                isinstance(node.target, cst.Subscript) or (
-                    isinstance(node.target, cst.Attribute)
-                    and node.target.attr.value in ("data", "requires_grad"))):
-            return True
-        if isinstance(node, cst.Name) and node.value in MAKERS:
-            return True
-        if isinstance(node, cst.Call):
-            func = node.func
-            name = func.attr.value if isinstance(func, cst.Attribute) \
-                else func.value if isinstance(func, cst.Name) else ""
-            if (name.endswith("_") and not name.startswith("_")) or name in (
-                    "backward", "step", "grad") or name in MAKERS or name[:1].isupper():
-                return True  # an in-place method, a backward, a class: a layer or a module
-            if any(arg.keyword is not None and arg.keyword.value in ("inplace", "requires_grad")
-                   for arg in node.args):
-                return True
-    return False
 
 
 def _is_static(definition: cst.FunctionDef) -> bool:

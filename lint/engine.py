@@ -417,8 +417,11 @@ class Interpreter(ExpressionEvaluator):
         return resolved
 
     def _resolve_import(self, st: State, value: Imported, hops: int) -> Value:
-        scope = self.project.scope_of(Path(value.path)) \
-            if self.project is not None and hops < MAX_REEXPORTS else None
+        if self.project is None or hops >= MAX_REEXPORTS or (
+                value.name is not None
+                and not self.project.may_matter(Path(value.path), value.name)):
+            return UNKNOWN
+        scope = self.project.scope_of(Path(value.path))
         if scope is None:
             return UNKNOWN
         if scope not in self.imported:
@@ -738,6 +741,8 @@ class Interpreter(ExpressionEvaluator):
         layer_parameters: list[str] = []
         layer = ""
         bases = [self.evaluate(base.value, st) for base in node.bases]
+        bases = [self.resolve_import(st, base) if isinstance(base, Imported) else base
+                 for base in bases]
         for value in bases:
             name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
             if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (

@@ -410,8 +410,6 @@ class ExpressionEvaluator(SavedTensors):
     def _name(self, node: cst.Name, st: State) -> Value:
         name = node.value
         value = st.lookup(name)
-        if isinstance(value, Imported):
-            value = self.resolve_import(st, value)
         if value is not None:
             return self.read_tensor(st, node, value) if st.alias_writes else value
         if name in ("True", "False", "None"):
@@ -430,6 +428,8 @@ class ExpressionEvaluator(SavedTensors):
 
     def attribute_of(self, st: State, base: Value, attr: str, node: cst.CSTNode,
                      path: Optional[str]) -> Value:
+        if isinstance(base, Imported):
+            base = self.resolve_import(st, base)
         if isinstance(base, Ref):
             return base.attr(attr)
         if isinstance(base, TensorRef):
@@ -693,6 +693,8 @@ class ExpressionEvaluator(SavedTensors):
         return Const(None)
 
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
+        if isinstance(callee, Imported):  # an import is analysed when the code calls it
+            callee = self.resolve_import(st, callee)
         if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
             return self.builtin_call(st, node, callee.qualname[9:], args)
         if isinstance(callee, Ref) and callee.qualname == "itertools.chain":

@@ -27,8 +27,9 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.positions import Positions
+from gradguard.relevance import module_names_that_matter
 
-MAX_IMPORT_DEPTH = 8  # modules analysed for one import chain (a imports b imports c ...)
+MAX_IMPORT_DEPTH = 2  # modules analysed for one import chain: what the file imports, and theirs
 MAX_SCOPES = 64  # analysed modules kept (each holds its tree), the least recently used go
 # Where installed packages live: not a project's source root (their own relative imports
 # still resolve).
@@ -60,6 +61,7 @@ class Project:
         self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
         self._roots: dict[Path, list[Path]] = {}
+        self._names: dict[tuple, dict[str, bool]] = {}
         self._resolved: dict[tuple, Optional[Path]] = {}
 
     # ----------------------------------------------------------------- resolving
@@ -108,6 +110,20 @@ class Project:
                 return found
         return None
 
+    def may_matter(self, path: Path, name: str) -> bool:
+        """Whether importing ``name`` from the module at ``path`` can tell the engine
+        anything: a first look with Python's own parser, far cheaper than analysing it
+        (a function that writes nothing, builds nothing and steps nothing does not)."""
+        try:
+            stat = path.stat()
+            key = (str(path), stat.st_mtime_ns, stat.st_size)
+            if key not in self._names:
+                self._names[key] = module_names_that_matter(
+                    decode_source(path.read_bytes()))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+            return False
+        return self._names[key].get(name, True)  # a submodule, or a name from a star
+
     # ----------------------------------------------------------------- analysing
     def scope_of(self, path: Path) -> Optional[ModuleScope]:
         """The analysed module at ``path``; None if it cannot be read or parsed, or if it
@@ -150,6 +166,12 @@ class Project:
     def imports_of(self, scope: ModuleScope) -> list:
         return scope.imports
 
+
+
+def decode_source(source: bytes) -> str:
+    from gradguard.checker import decode  # noqa: PLC0415 - the checker imports the engine
+
+    return decode(source)
 
 
 def _module_file(root: Path, parts: list[str]) -> Optional[Path]:

@@ -1,0 +1,100 @@
+"""Whether following a call into a function can tell the engine anything that its unknown
+result would not: its syntax may write a tensor in place, freeze one, run a backward or an
+optimizer step, build a leaf that requires grad, a layer or a module, or call a method of
+``self`` or of a module (which may).
+
+The same question is asked of libcst trees (the code being analysed) and of ``ast`` trees
+(a cheap first look at a module the code imports, before paying for a libcst parse): each
+tree is read as a stream of syntax events, and ``may_matter`` judges the stream.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Iterator
+
+import libcst as cst
+
+from gradguard.walk import walk
+
+MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential",
+                    "ModuleList", "ModuleDict", "apply"})
+CALLS_THAT_MATTER = frozenset({"backward", "step", "grad"})
+KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
+ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad"})
+
+
+def may_matter(events: Iterable[tuple[str, str]]) -> bool:
+    for kind, name in events:
+        if kind in ("augmented", "item_store"):
+            return True
+        if kind == "attribute_store" and name in ATTRIBUTES_THAT_MATTER:
+            return True
+        if kind == "name" and name in MAKERS:
+            return True
+        if kind == "call" and ((name.endswith("_") and not name.startswith("_"))
+                               or name in CALLS_THAT_MATTER or name in MAKERS
+                               or name[:1].isupper()):
+            return True  # an in-place method, a backward, a class: a layer or a module
+        if kind == "keyword" and name in KEYWORDS_THAT_MATTER:
+            return True
+    return False
+
+
+def cst_events(function: cst.FunctionDef) -> Iterator[tuple[str, str]]:
+    for node in walk(function.body):
+        if isinstance(node, cst.AugAssign):
+            yield "augmented", ""
+        elif isinstance(node, cst.AssignTarget):
+            if isinstance(node.target, cst.Subscript):
+                yield "item_store", ""
+            elif isinstance(node.target, cst.Attribute):
+                yield "attribute_store", node.target.attr.value
+        elif isinstance(node, cst.Name):
+            yield "name", node.value
+        elif isinstance(node, cst.Call):
+            func = node.func
+            yield "call", (func.attr.value if isinstance(func, cst.Attribute)
+                           else func.value if isinstance(func, cst.Name) else "")
+            for arg in node.args:
+                if arg.keyword is not None:
+                    yield "keyword", arg.keyword.value
+
+
+def ast_events(function: ast.AST) -> Iterator[tuple[str, str]]:
+    for node in ast.walk(function):
+        if isinstance(node, ast.AugAssign):
+            yield "augmented", ""
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            yield "item_store", ""
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            yield "attribute_store", node.attr
+        elif isinstance(node, ast.Name):
+            yield "name", node.id
+        elif isinstance(node, ast.Call):
+            func = node.func
+            yield "call", (func.attr if isinstance(func, ast.Attribute)
+                           else func.id if isinstance(func, ast.Name) else "")
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    yield "keyword", keyword.arg
+
+
+def module_names_that_matter(source: str) -> dict[str, bool]:
+    """For a module's source: each name it defines at module level, and whether an
+    import of it can matter (a class or module-level value always may; a function when
+    its body may)."""
+    tree = ast.parse(source)
+    names: dict[str, bool] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names[statement.name] = may_matter(ast_events(statement))
+        elif isinstance(statement, ast.ClassDef):
+            names[statement.name] = True
+        else:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names[node.id] = True
+                elif isinstance(node, ast.alias):
+                    names[(node.asname or node.name).split(".")[0]] = True
+    return names
