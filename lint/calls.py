@@ -45,6 +45,14 @@ class UserCalls:
         self._worth: dict[int, bool] = {}
         self.entered: list = []  # the imported modules whose code ran, the latest last
         self.modules: list = []  # per followed call: its imported module, or None (this one)
+        self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
+
+    def entry_grad(self, definition: cst.FunctionDef) -> Tri:
+        """Grad mode at the start of a function body analysed on its own: on, unless a
+        call of it that was followed ran with grad off (``convert(model)`` under
+        ``torch.no_grad()``). Then it is unknown: a call with grad on is followed, and
+        reported, where it is made."""
+        return Tri.MAYBE if Tri.NO in self.caller_grads.get(id(definition), ()) else Tri.YES
 
     @property
     def current_module(self):
@@ -137,6 +145,7 @@ class UserCalls:
                 or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
             return None, None
         globals_ = self.globals_of(st, function)
+        self.caller_grads.setdefault(id(definition), set()).add(st.grad)
         inner = st.copy()
         inner.env, inner.globals = {}, globals_
         inner.grad = grad_mode if grad_mode is not None else st.grad

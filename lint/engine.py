@@ -702,7 +702,7 @@ class Interpreter(ExpressionEvaluator):
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
         env = dict(closure.env) if closure is not None else {}
-        grad = grad_mode if grad_mode is not None else Tri.YES
+        grad = grad_mode if grad_mode is not None else self.calls.entry_grad(node)
         heap = closure.heap.child() if closure is not None else Heap(layers=(self.module_heap,))
         st = State(env, heap, grad,
                    globals_=closure.globals or globals_ if closure is not None else globals_)
