@@ -476,7 +476,14 @@ class Interpreter(ExpressionEvaluator):
         return None
 
     def _if(self, node: cst.If, st: State) -> Optional[State]:
-        self.evaluate(node.test, st)
+        test = self.evaluate(node.test, st)
+        known = _known_type_test(node.test, test)
+        if known is not None:  # isinstance(layer, nn.Linear): only one branch runs
+            if known:
+                return self.suite(node.body, st)
+            if isinstance(node.orelse, cst.If):
+                return self._if(node.orelse, st)
+            return self.suite(node.orelse.body, st) if node.orelse is not None else st
         then = st.copy()
         self._refine(node.test, then, True)
         then = self.suite(node.body, then)
@@ -841,6 +848,15 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
             and len(iterable.children) <= MAX_UNROLLED_LAYERS \
             and all(isinstance(child, (ModuleObj, Instance)) for child in iterable.children):
         return iterable.children
+    return None
+
+
+def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
+    """The outcome of an ``if isinstance(...)`` test whose answer is known."""
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+            and test.func.value == "isinstance" and isinstance(value, Const) \
+            and isinstance(value.value, bool):
+        return value.value
     return None
 
 

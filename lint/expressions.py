@@ -71,7 +71,7 @@ LIST_GROWERS = frozenset({"append", "extend", "insert"})
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 # Builtins whose results the engine follows; a local binding of the name shadows them.
-BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len",
+BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
                       "int", "float", "round", "iter", "sorted"})
 # Containers whose layers are known when built from a list (and run in order, for Sequential).
 CONTAINERS = frozenset({"Sequential", "ModuleList"})
@@ -487,6 +487,15 @@ class ExpressionEvaluator(SavedTensors):
             return TensorRef(obj)
         return UNKNOWN
 
+    def apply_to_modules(self, st: State, model: Value, function: FunctionVal) -> None:
+        """``model.apply(init_fn)``: ``init_fn`` runs on every module of the model, its
+        layers first, as torch does."""
+        params = list(function.node.params.posonly_params) + list(function.node.params.params)
+        if not params:
+            return
+        for module in reversed(_modules_in(model)):
+            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode)
+
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
         ``model.parameters()``: every parameter of ``modules`` (a model and its layers)."""
@@ -778,6 +787,8 @@ class ExpressionEvaluator(SavedTensors):
             return NUMBER
         if name == "range":
             return IterableOf(NUMBER)
+        if name == "isinstance" and len(args) == 2:
+            return _isinstance(args[0], args[1])
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
         if name == "enumerate" and args:
@@ -830,6 +841,10 @@ class ExpressionEvaluator(SavedTensors):
             return ParamsOf(owner, named=name == "named_parameters")
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
+        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
+                and isinstance(args[0], FunctionVal) and isinstance(args[0].node, cst.FunctionDef):
+            self.apply_to_modules(st, owner, args[0])
+            return owner
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
             self.set_parameters_requires_grad(st, self.owners_of(owner),
                                               tri_of(args[0]) if args else Tri.YES)
@@ -1151,6 +1166,43 @@ class ExpressionEvaluator(SavedTensors):
             return self.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
                                    entry.get("saved_outputs") or [], site)
         return self.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
+
+
+def _modules_in(model: Value) -> list:
+    """The model and every module below it, parents before children."""
+    found, pending, seen = [], [model], set()
+    while pending:
+        module = pending.pop(0)
+        if not isinstance(module, (ModuleObj, Instance)) or (type(module), module.obj) in seen:
+            continue
+        seen.add((type(module), module.obj))
+        found.append(module)
+        if isinstance(module, ModuleObj):
+            pending.extend(module.children)
+        else:
+            pending.extend(module.attributes().values())
+            if module.container is not None:
+                pending.extend(module.container.children)
+    return found
+
+
+def _isinstance(value: Value, classes: Value) -> Value:
+    """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
+    the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
+    derives from ``Linear``, so a name inside the other stays unknown)."""
+    if not isinstance(value, ModuleObj):
+        return UNKNOWN
+    verdicts = []
+    for cls in classes.items if isinstance(classes, Seq) else (classes,):
+        if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
+            return UNKNOWN
+        name = cls.qualname.rpartition(".")[2]
+        if name == value.kind or name == "Module":
+            return Const(True)
+        if name not in TORCH.nn_module_classes or name in value.kind or value.kind in name:
+            return UNKNOWN
+        verdicts.append(False)
+    return Const(False) if verdicts else UNKNOWN
 
 
 def _is_super_init(func: cst.BaseExpression) -> bool:
