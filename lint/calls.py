@@ -121,8 +121,6 @@ class UserCalls:
             interpreter.allocation_context = outer_context
         if end is None:
             return instance
-        from gradguard.engine import self_attributes  # noqa: PLC0415 - avoids an import cycle
-
         attrs = self_attributes(init.node, end, info.unstable)
         container = interpreter.containers.get(instance.obj)
         if container is not None:
@@ -193,6 +191,21 @@ class UserCalls:
         if not self.active:
             self.module_env = st.env  # a call from the module body: its bindings now
         return self.module_env
+
+
+def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) -> dict:
+    """What a method (``__init__``) left on its first parameter: ``self.fc = ...``."""
+    params = list(method.params.params)
+    if not params:
+        return {}
+    prefix = params[0].name.value + "."
+    found = {}
+    for path, value in end.env.items():
+        attr = path[len(prefix):]
+        if path.startswith(prefix) and "." not in attr and attr not in unstable \
+                and value is not UNKNOWN:
+            found[attr] = value
+    return found
 
 
 def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:

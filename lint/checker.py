@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import io
-import os
 import sys
 import threading
 import tokenize
@@ -19,6 +18,7 @@ import libcst as cst
 
 from gradguard.engine import analyze
 from gradguard.citations import render
+from gradguard.files import display_path
 from gradguard.positions import Positions
 from gradguard.project import PROJECT, on_disk
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding
@@ -100,12 +100,6 @@ def _place(place, positions: Positions, path: str,
             findings.add(Finding(display_path(where), line, column + 1, code,
                                  render(message, where)))
     return sorted(findings)
-
-
-def display_path(path: str) -> str:
-    """A path as findings show it: relative to the working directory when below it."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
 
 
 def _syntax_finding(path: str, text: str, error: Exception) -> Finding:

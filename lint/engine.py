@@ -24,7 +24,7 @@ from gradguard.expressions import (
     source_text,
     tri_of,
 )
-from gradguard.calls import UserCalls
+from gradguard.calls import UserCalls, self_attributes
 from gradguard.citations import cite
 from gradguard.functions import FUNCTION_BASES, CustomFunctions
 from gradguard.events import InplaceWrite
@@ -426,7 +426,7 @@ class Interpreter(ExpressionEvaluator):
             return UNKNOWN
         if scope not in self.imported:
             self.imported.append(scope)
-            self.imported.extend(inner for inner in self.project.imports_of(scope)
+            self.imported.extend(inner for inner in scope.imports
                                  if inner not in self.imported)
         st.heap.add_layer(scope.heap)
         if value.name is None:
@@ -703,9 +703,6 @@ class Interpreter(ExpressionEvaluator):
                 mode = Tri.MAYBE  # an unknown decorator may run the body under no_grad
         return mode
 
-    def inline_call(self, st: State, call: cst.Call, function: FunctionVal, args: list) -> Value:
-        return self.calls.call_function(st, call, function, args)
-
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
         env = dict(closure.env) if closure is not None else {}
@@ -825,21 +822,6 @@ class Interpreter(ExpressionEvaluator):
 
 
 MAX_UNROLLED_LAYERS = 32
-
-
-def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) -> dict:
-    """What a method (``__init__``) left on its first parameter: ``self.fc = ...``."""
-    params = list(method.params.params)
-    if not params:
-        return {}
-    prefix = params[0].name.value + "."
-    found = {}
-    for path, value in end.env.items():
-        attr = path[len(prefix):]
-        if path.startswith(prefix) and "." not in attr and attr not in unstable \
-                and value is not UNKNOWN:
-            found[attr] = value
-    return found
 
 
 def _known_layers(iterable: Value) -> Optional[tuple]:

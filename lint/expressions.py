@@ -398,10 +398,6 @@ class ExpressionEvaluator(SavedTensors):
     def resolve_import(self, st: State, value: Imported) -> Value:  # overridden
         raise NotImplementedError
 
-    def inline_call(self, st: State, node: cst.Call, function: FunctionVal,
-                    args: list) -> Value:  # overridden
-        raise NotImplementedError
-
     def bind_target(self, target: cst.BaseExpression, value: Value, st: State,
                     node: cst.CSTNode) -> None:  # overridden
         raise NotImplementedError
@@ -719,7 +715,7 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(callee, Instance) and callee.info.is_module:
             return self.user_module_call(st, node, callee, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
-            return self.inline_call(st, node, callee, args)
+            return self.calls.call_function(st, node, callee, args)
         if callee is UNKNOWN:
             self.opaque_call(st, node, args)
         return UNKNOWN

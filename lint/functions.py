@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Hashable, Optional
 import libcst as cst
 
 from gradguard.events import SaveRecord
+from gradguard.expressions import source_text
 from gradguard.facts import TensorFacts, Tri
 from gradguard.state import State
 from gradguard.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
@@ -117,13 +118,7 @@ class CustomFunctions:
             if not isinstance(value, TensorRef) or arg.star:
                 continue
             if name == "save_for_backward":
-                frame.saved.append((call, value, _source(arg.value)))
+                frame.saved.append((call, value, source_text(arg.value)))
             elif name == "mark_dirty":
                 frame.dirty.add(value.obj)
         return UNKNOWN
-
-
-def _source(node: cst.BaseExpression) -> str:
-    from gradguard.expressions import source_text  # noqa: PLC0415 - avoids an import cycle
-
-    return source_text(node)

@@ -149,11 +149,10 @@ class Project:
         return scope
 
     def _analyse(self, path: Path) -> Optional[ModuleScope]:
-        from gradguard.checker import decode  # noqa: PLC0415 - the checker imports the engine
-        from gradguard.engine import Interpreter  # noqa: PLC0415
+        from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
 
         try:
-            module = cst.parse_module(decode(path.read_bytes()))
+            module = cst.parse_module(decode_source(path.read_bytes()))
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
         scope = ModuleScope(str(path), module)
@@ -162,9 +161,6 @@ class Project:
         interpreter.run()
         scope.imports = interpreter.imported
         return scope
-
-    def imports_of(self, scope: ModuleScope) -> list:
-        return scope.imports
 
 
 

@@ -53,8 +53,11 @@ class SavedTensors:
 
     def covers(self, written: Hashable, saved: Hashable) -> bool:
         """Whether writing ``written`` changes the saved storage ``saved``."""
-        return written == saved or self._in_group(written, saved) \
-            or self._in_group(saved, written)
+        if written == saved:
+            return True
+        if not (_is_group(written) or _is_group(saved)):  # the common case: two tensors
+            return False
+        return self._in_group(written, saved) or self._in_group(saved, written)
 
     def _in_group(self, group: Hashable, storage: Hashable) -> bool:
         """``group`` is "some parameter of owner O" and ``storage`` belongs to O."""
@@ -163,10 +166,7 @@ class SavedTensors:
         ``target``): every live save of that storage now has a pending mutation."""
         if st.allow_mutation:
             return
-        grouped = _is_group(written)  # a group covers its members: the slow check
-        hits = [save for save in st.saves
-                if (save.storage == written or (
-                    (grouped or _is_group(save.storage)) and self.covers(written, save.storage)))
+        hits = [save for save in st.saves if self.covers(written, save.storage)
                 and save not in st.stale
                 and not (detach and save.key[1] == "result")]  # detach_ spares saved outputs
         if hits:
