@@ -24,7 +24,9 @@ import libcst as cst
 
 from gradguard.facts import Tri
 from gradguard.expressions import _all_params
-from gradguard.state import State, join_all
+from gradguard.state import Heap, State, join_all
+from gradguard.summaries import HeapReads, Recording, Summary, SummaryTable, apply_summary, \
+    hashable, heap_writes
 from gradguard.relevance import cst_events, may_matter
 from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, Instance, Value, \
     join_values
@@ -46,6 +48,9 @@ class UserCalls:
         self.entered: list = []  # the imported modules whose code ran, the latest last
         self.modules: list = []  # per followed call: its imported module, or None (this one)
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
+        self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
+        self.recordings: list[Recording] = []  # per run being summarised, innermost last
+        self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
     def entry_grad(self, definition: cst.FunctionDef) -> Tri:
         """Grad mode at the start of a function body analysed on its own: on, unless a
@@ -61,8 +66,6 @@ class UserCalls:
             if module is not None:
                 return module
         return None
-        self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
-        self._sizes: dict[int, int] = {}
 
     def start_scope(self, globals_: Optional[dict]) -> None:
         """A new top-level scope (the module body, or one function body) is analysed."""
@@ -136,17 +139,67 @@ class UserCalls:
     def _run(self, st: State, function: FunctionVal, bindings: dict,
              grad_mode: Optional[Tri]) -> tuple[Optional[Value], Optional[State]]:
         """The run; also returns the callee's own state at its end (None if not followed
-        or if it never returns)."""
+        or if it never returns). A call in a context met before, whose heap agrees with
+        what that run read, replays its summary instead (``summaries``)."""
         interpreter = self.interpreter
         definition = function.node
+        for recording in self.recordings:
+            recording.tried.add(definition)
+            recording.deepest = max(recording.deepest, len(self.active))
         if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
                 or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
             return None, None
         globals_ = self.globals_of(st, function)
         self.caller_grads.setdefault(id(definition), set()).add(st.grad)
-        inner = st.copy()
-        inner.env, inner.globals = {}, globals_
-        inner.grad = grad_mode if grad_mode is not None else st.grad
+        key = self._context(st, function, bindings, grad_mode, globals_)
+        module = function.module if function.module is not interpreter.scope else None
+        if module is not None:
+            if module in self.entered:
+                self.entered.remove(module)
+            self.entered.append(module)
+        self.modules.append(module)
+        try:
+            summary = None if key is None else self.summaries.find(
+                key, st.heap, self.active, interpreter.steps_left, MAX_CALL_DEPTH)
+            if summary is not None:
+                interpreter.steps_left -= summary.steps
+                for kind, event in summary.events:
+                    interpreter.dispatch(kind, event)
+            else:
+                summary = self._summarise(st, function, bindings, grad_mode, globals_, key)
+        finally:
+            self.modules.pop()
+        if summary.result is None:
+            return UNKNOWN, None  # it always raises
+        apply_summary(st, summary)
+        return summary.result, State(dict(summary.env), st.heap, st.grad)
+
+    def _context(self, st: State, function: FunctionVal, bindings: dict,
+                 grad_mode: Optional[Tri], globals_: dict) -> Optional[tuple]:
+        """What a run of ``function`` depends on besides the heap facts it reads; None
+        when its runs are not to be stored."""
+        interpreter = self.interpreter
+        if globals_ is self.module_env and function.module in (None, interpreter.scope) \
+                and self.scope_globals is None:
+            return None  # the module body is still binding the globals the callee reads
+        if interpreter.custom_functions.running:
+            return None
+        constructing = interpreter.constructing[-1] if interpreter.constructing else None
+        key = (function.node, st.grad, grad_mode, interpreter.allocation_context,
+               constructing, st.allow_mutation, st.saves, st.mutations,
+               st.retained, st.alias_writes, st.stale, id(globals_),
+               tuple(sorted(bindings.items(), key=lambda item: item[0])))
+        return key if hashable(key) else None
+
+    def _summarise(self, st: State, function: FunctionVal, bindings: dict,
+                   grad_mode: Optional[Tri], globals_: dict, key: Optional[tuple]) -> Summary:
+        """Run the callee's body on a view of ``st`` and return what it did."""
+        interpreter = self.interpreter
+        definition = function.node
+        reads = HeapReads(st.heap)
+        inner = State({}, Heap(layers=(reads,)), grad_mode if grad_mode is not None else st.grad,
+                      st.saves, st.mutations, st.allow_mutation, st.retained,
+                      st.alias_writes, st.stale, globals_)
         for param in _all_params(definition.params):  # what the call did not pass
             name = param.name.value
             if name not in bindings:
@@ -154,30 +207,42 @@ class UserCalls:
                            else interpreter.evaluate(param.default, inner))
         for name, value in bindings.items():
             inner.bind(name, value)
+        recording = Recording()
+        steps_before = interpreter.steps_left
         self.active.append(definition)
-        module = function.module if function.module is not interpreter.scope else None
-        if module is not None:
-            if module in self.entered:
-                self.entered.remove(module)
-            self.entered.append(module)
-        self.modules.append(module)
+        self.recordings.append(recording)
         interpreter.returns.append([])
         try:
             end = interpreter.block(definition.body.body, inner)
         finally:
             self.active.pop()
-            self.modules.pop()
+            self.recordings.pop()
             returns = interpreter.returns.pop()
+        for outer in self.recordings:  # what it did, the calls that contain it did too
+            outer.tried |= recording.tried
+            outer.deepest = max(outer.deepest, recording.deepest)
         out = join_all([end, *(state for state, _ in returns)])
-        if out is None:
-            return UNKNOWN, None  # it always raises
-        st.heap, st.saves, st.mutations, st.retained, st.alias_writes = \
-            out.heap, out.saves, out.mutations, out.retained, out.alias_writes
-        values = [value for _, value in returns] or [Const(None)]
-        result = values[0]
-        for value in values[1:]:
-            result = join_values(result, value)
-        return result, out
+        result = None
+        if out is not None:
+            values = [value for _, value in returns] or [Const(None)]
+            result = values[0]
+            for value in values[1:]:
+                result = join_values(result, value)
+            writes, layers = heap_writes(out.heap, reads)
+        else:
+            writes, layers, out = (), (), inner
+        summary = Summary(
+            reads=tuple(reads.reads.items()),
+            recursion=frozenset(d for d in recording.tried if d in self.active),
+            tried=frozenset(recording.tried), depth=len(self.active),
+            reach=max(0, recording.deepest - len(self.active)),
+            steps=steps_before - interpreter.steps_left,
+            result=result, writes=writes, layers=layers, saves=out.saves,
+            mutations=out.mutations, retained=out.retained, alias_writes=out.alias_writes,
+            stale=out.stale, env=tuple(out.env.items()), events=tuple(recording.events))
+        if key is not None and not reads.whole and interpreter.steps_left > 0:
+            self.summaries.store(key, summary)
+        return summary
 
     def globals_of(self, st: State, function: FunctionVal) -> dict:
         """The module bindings ``function``'s body reads: its own module's when it was

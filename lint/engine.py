@@ -201,6 +201,8 @@ class Interpreter(ExpressionEvaluator):
             raise
 
     def dispatch(self, kind: str, event) -> None:
+        for recording in self.calls.recordings:  # a summary replays what it told rules
+            recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
         for rule, handler in list(handlers):
             try:

@@ -191,7 +191,7 @@ class SavedTensors:
                 for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
                     self.dispatch("dropped_term", DroppedTerm(term, node, kind))
         needed = frozenset().union(*(self.facts(st, root).saves for root in roots))
-        for mutation in sorted(st.mutations, key=_order):
+        for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
                 self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
         if retain is Tri.NO:  # the graph is freed: later writes are safe
@@ -200,11 +200,23 @@ class SavedTensors:
             st.retained = st.retained | needed
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
 
+    def _in_order(self, mutations: frozenset) -> list[Mutation]:
+        ordered = sorted(mutations, key=_order)
+        if len(ordered) > 1:  # ties broken by where the op that saved is
+            ordered.sort(key=lambda m: (_order(m), self._where(m.save.node)))
+        return ordered
+
+    def _where(self, node: cst.CSTNode) -> tuple:
+        try:
+            return self.place(node)[1:]
+        except KeyError:
+            return (0, 0)
+
     def escape(self, st: State, node: cst.CSTNode, value: Value, how: str = "return") -> None:
         """``value`` leaves the function (``how``: "return", or the ``self`` attribute it
         is stored on): a later backward will need its saves."""
         needed = self.saves_of(st, value)
-        for mutation in sorted(st.mutations, key=_order):
+        for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
                 self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, how))
 
@@ -233,4 +245,7 @@ def _is_group(storage: Hashable) -> bool:
 
 
 def _order(mutation: Mutation) -> tuple:
-    return (id(mutation.node), repr(mutation.save.key))
+    """Mutations grouped by write; for one write, the saves it broke in an order that
+    does not depend on where objects lie in memory (the first is the one reported)."""
+    save = mutation.save
+    return (id(mutation.node), save.op, save.tensor_text, mutation.operation)

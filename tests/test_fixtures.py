@@ -17,6 +17,7 @@ import pytest
 
 from gradguard import check_source
 from gradguard.rules import ALL_RULES
+from gradguard.summaries import SummaryTable
 from oracle import FIXTURES_DIR, fixture_files, parse_expectations, program_files
 
 ENGINE_DIAGNOSTICS = {"GG001", "GG002", "GG003"}
@@ -106,3 +107,17 @@ def test_linter_matches_annotations(path: Path) -> None:
         report.append(f"  unexpected ({len(unexpected)}): reported but not annotated\n"
                       + _show(unexpected, lines, folder, messages))
     assert not report, f"{_rel(path)}: findings differ from the # expect: annotations\n" + "\n".join(report)
+
+
+def _all_findings(path: Path) -> list:
+    return sorted(f for file in _files(path).values()
+                  for f in check_source(file.read_bytes(), str(file), rules=ALL_RULES))
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=_rel(p)) for p in FIXTURES])
+def test_summaries_change_nothing_but_cost(path: Path, monkeypatch) -> None:
+    """A replayed summary must give what running the callee again gives: the same
+    findings, messages and places, with the memo table on or off."""
+    with_summaries = _all_findings(path)
+    monkeypatch.setattr(SummaryTable, "enabled", False)
+    assert _all_findings(path) == with_summaries
