@@ -55,23 +55,29 @@ def _check(source, path, rules, debug) -> list[Finding]:
             return [_decode_finding(path, source, error)]
     else:
         text = source
-    try:
-        module = cst.parse_module(text)
-    except Exception as error:  # ParserSyntaxError, RecursionError, native parser errors
-        return [_syntax_finding(path, text, error)]
+    disk_path = on_disk(path)
+    known = PROJECT.parsed(disk_path, text) if disk_path is not None else None
+    if known is not None:  # a file linted before imported it: its tree is parsed already
+        module, positions = known.module, known.positions
+    else:
+        try:
+            module = cst.parse_module(text)
+        except Exception as error:  # ParserSyntaxError, RecursionError, native parser errors
+            return [_syntax_finding(path, text, error)]
+        positions = None
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
-    positions = Positions(module)  # shared by messages and placement: one pass at most
+    if positions is None:
+        positions = Positions(module)  # shared by messages and placement: one pass at most
     raw: list[tuple[cst.CSTNode, str, str]] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
     try:
-        disk_path = on_disk(path)
         interpreter = analyze(module, rules,
                               lambda node, code, message: raw.append((node, code, message)),
                               failures, positions, path=disk_path,
-                              project=PROJECT if disk_path is not None else None)
+                              project=PROJECT if disk_path is not None else None, text=text)
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))

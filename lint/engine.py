@@ -75,12 +75,18 @@ Report = Callable[[cst.CSTNode, str, str], None]
 
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
             positions: Positions, path: Optional[str] = None,
-            project: Optional[Project] = None) -> "Interpreter":
-    """Run ``rules`` over ``module`` (the file at ``path``, whose imports of the project's
-    own modules ``project`` resolves); rule failures are appended to ``failures``."""
+            project: Optional[Project] = None, text: Optional[str] = None) -> "Interpreter":
+    """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
+    imports of the project's own modules ``project`` resolves); rule failures are
+    appended to ``failures``. The project keeps the module's bindings for the files
+    that import it later."""
+    scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
-                              scope=ModuleScope(path, module))
+                              scope=scope)
     interpreter.run()
+    if project is not None and path is not None and text is not None:
+        scope.imports = interpreter.imported
+        project.remember(scope)
     return interpreter
 
 

@@ -45,6 +45,7 @@ class ModuleScope:
     env: dict = field(default_factory=dict)
     heap: dict = field(default_factory=dict)
     imports: list = field(default_factory=list)  # the project modules it imports
+    text: Optional[str] = None  # the source it was parsed from
     _positions: Optional[Positions] = None
 
     @property
@@ -124,15 +125,34 @@ class Project:
             return False
         return self._names[key].get(name, True)  # a submodule, or a name from a star
 
+    # ----------------------------------------------------------------- sharing with the linter
+    def parsed(self, path: str, text: str) -> Optional[ModuleScope]:
+        """The scope an import already made of the file at ``path``, when it was parsed
+        from ``text``: linting that file reuses its tree instead of parsing it again."""
+        key = _key_of(Path(path))
+        scope = self._scopes.get(key) if key is not None else None
+        return scope if scope is not None and scope.text == text else None
+
+    def remember(self, scope: ModuleScope) -> None:
+        """A linted file's scope, for the files that import it later in the run (only
+        when what was linted is what is on disk)."""
+        key = _key_of(Path(scope.path)) if scope.path is not None else None
+        if key is None or key in self._scopes:
+            return
+        try:
+            if decode_source(Path(scope.path).read_bytes()) != scope.text:
+                return
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+            return
+        self._store(key, scope)
+
     # ----------------------------------------------------------------- analysing
     def scope_of(self, path: Path) -> Optional[ModuleScope]:
         """The analysed module at ``path``; None if it cannot be read or parsed, or if it
         is already being analysed (an import cycle) or too deep in an import chain."""
-        try:
-            stat = path.stat()
-        except OSError:
+        key = _key_of(path)
+        if key is None:
             return None
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
         if key in self._scopes:
             self._scopes.move_to_end(key)
             return self._scopes[key]
@@ -143,25 +163,38 @@ class Project:
             scope = self._analyse(path)
         finally:
             self._analysing.pop()
+        self._store(key, scope)
+        return scope
+
+    def _store(self, key: tuple, scope: Optional[ModuleScope]) -> None:
         self._scopes[key] = scope
         while len(self._scopes) > MAX_SCOPES:
             self._scopes.popitem(last=False)
-        return scope
 
     def _analyse(self, path: Path) -> Optional[ModuleScope]:
         from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
 
         try:
-            module = cst.parse_module(decode_source(path.read_bytes()))
+            text = decode_source(path.read_bytes())
+            module = cst.parse_module(text)
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
-        scope = ModuleScope(str(path), module)
+        scope = ModuleScope(str(path), module, text=text)
         interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
                                   project=self, scope=scope, bodies=False)
         interpreter.run()
         scope.imports = interpreter.imported
         return scope
 
+
+
+def _key_of(path: Path) -> Optional[tuple]:
+    """A file's identity for the caches: its path, modification time and size."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (str(path), stat.st_mtime_ns, stat.st_size)
 
 
 def decode_source(source: bytes) -> str:
