@@ -286,6 +286,78 @@ CASES = {
         block = nn.Sequential(nn.ReLU(inplace=True))
         block(w)
         """, {(5, "GG101")}),
+    "Sequential of an OrderedDict: its layers run in order, reached by name": ("""
+        from collections import OrderedDict
+        import torch
+        from torch import nn
+        block = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("gate", nn.Sigmoid()),
+                                           ("act", nn.ReLU(inplace=True))]))
+        block.fc.weight.zero_()
+        y = block(torch.ones(1, 2))
+        y.sum().backward()
+        """, {(6, "GG101"), (7, "GG201")}),
+    "collections.OrderedDict filled by key, replaced by name": ("""
+        import collections
+        import torch
+        from torch import nn
+        layers = collections.OrderedDict()
+        layers["gate"] = nn.Sigmoid()
+        layers["act"] = nn.ReLU(inplace=True)
+        layers["gate"] = nn.Identity()
+        y = nn.Sequential(layers)(torch.ones(2, requires_grad=True) * 2)
+        y.sum().backward()
+        """, set()),
+    "a plain dict is not a Sequential's layers (torch refuses it)": ("""
+        import torch
+        from torch import nn
+        block = nn.Sequential({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        y = block(torch.ones(2, requires_grad=True))
+        y.sum().backward()
+        """, set()),
+    "a ModuleDict item set with an unknown key: its layers are unknown": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        heads[name] = nn.ReLU()
+        x = torch.ones(2, requires_grad=True)
+        for layer in heads.values():
+            x = layer(x)
+        x.sum().backward()
+        """, set()),
+    "a ModuleDict after pop or del: its layers are unknown": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        other = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        heads.pop("act")
+        del other["act"]
+        x = torch.ones(2, requires_grad=True)
+        for key in heads:
+            x = heads[key](x)
+        for layer in other.values():
+            x = layer(x)
+        x.sum().backward()
+        """, set()),
+    "a ModuleDict iterated by key, items and values": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict([("gate", nn.Sigmoid())])
+        heads.update({"act": nn.ReLU(inplace=True)})
+        x = torch.ones(2, requires_grad=True)
+        for key in heads:
+            x = heads[key](x)
+        for _, layer in heads.items():
+            x = layer(x)
+        x.sum().backward()
+        """, {(7, "GG201"), (9, "GG201")}),
+    "a list item replaced before Sequential(*layers)": ("""
+        import torch
+        from torch import nn
+        layers = [nn.Sigmoid(), nn.ReLU(inplace=True)]
+        layers[1] = nn.ReLU()
+        y = nn.Sequential(*layers)(torch.ones(2, requires_grad=True))
+        y.sum().backward()
+        """, set()),
     "m.inplace = True after construction": ("""
         import torch
         from torch import nn
