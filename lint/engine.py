@@ -19,6 +19,7 @@ import libcst as cst
 from gradguard.expressions import (
     CONTAINERS,
     NEUTRAL_DECORATORS,
+    REGISTRARS,
     ExpressionEvaluator,
     _all_params,
     dotted,
@@ -960,7 +961,20 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
             add(node.target)
         elif isinstance(node, cst.AnnAssign):
             add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
     return found
+
+
+def _registered_names(call: cst.BaseExpression, owner: str) -> set:
+    """The attribute ``self.register_buffer("running", ...)`` (or ``register_parameter``,
+    ``add_module``, ``register_module``) binds, when ``owner`` is ``self``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in REGISTRARS and isinstance(call.func.value, cst.Name) \
+            and call.func.value.value == owner and call.args \
+            and isinstance(call.args[0].value, cst.SimpleString):
+        return {call.args[0].value.evaluated_value}
+    return set()
 
 
 def _returned_tuple_length(function: cst.FunctionDef) -> int:

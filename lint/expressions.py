@@ -83,6 +83,9 @@ INDEXED_CONTAINERS = frozenset({"Sequential", "ModuleList"})
 # Container methods that change its layers.
 CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "register_module",
                                "update", "pop", "clear", "__setitem__", "__delitem__"})
+# Module methods that register a value under a name, and the keyword of that value.
+REGISTRARS = {"register_parameter": "param", "register_buffer": "tensor",
+              "add_module": "module", "register_module": "module"}
 # What a ModuleDict's views give, item by item: its names, its layers, or both.
 CONTAINER_VIEWS = frozenset({"keys", "values", "items"})
 # Methods of a dict that only read it.
@@ -887,8 +890,25 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(owner, Instance) and name in owner.info.methods:
             result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
             return UNKNOWN if result is None else result
+        if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
+            return self._register(st, node, name, args)
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def _register(self, st: State, node: cst.Call, method: str, args: list) -> Value:
+        """``self.register_parameter("w", nn.Parameter(...))``, ``self.register_buffer(
+        "running", torch.zeros(3))``, ``self.add_module("fc", layer)``: the attribute of
+        that name is the value from now on (``register_parameter("b", None)``: None)."""
+        receiver = dotted(node.func.value) if isinstance(node.func, cst.Attribute) else None
+        key = self.argument(node, args, "name", 0)
+        value = self.argument(node, args, REGISTRARS[method], 1)
+        if receiver is not None and isinstance(key, Const) and isinstance(key.value, str) \
+                and value is not None:
+            path = f"{receiver}.{key.value}"
+            st.bind(path, value)
+            if isinstance(value, TensorRef):
+                self.labels.setdefault(value.obj, path)
+        return Const(None)
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None) -> dict:

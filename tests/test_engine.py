@@ -358,6 +358,35 @@ CASES = {
         y = nn.Sequential(*layers)(torch.ones(2, requires_grad=True))
         y.sum().backward()
         """, set()),
+    "register_parameter / register_buffer bind the attribute": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("w", nn.Parameter(torch.ones(3)))
+                self.register_buffer("running", torch.zeros(3))
+                self.register_parameter("b", None)
+            def forward(self, x):
+                self.running.mul_(0.9)
+                self.w.mul_(2)
+                if self.b is not None:
+                    self.b.zero_()
+                return x * self.w
+        """, {(11, "GG101")}),
+    "a name registered again in another method is not trusted": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("w", nn.Parameter(torch.ones(3)))
+            def reset(self):
+                self.register_parameter("w", None)
+            def forward(self, x):
+                self.w.mul_(2)
+                return x
+        """, set()),
     "m.inplace = True after construction": ("""
         import torch
         from torch import nn
