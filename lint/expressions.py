@@ -486,15 +486,17 @@ class ExpressionEvaluator(SavedTensors):
                           path: Optional[str]) -> Value:
         if attr == "inplace":
             return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
-        if attr in module.absent:
-            return Const(None)
-        if attr in TORCH.module_parameters.get(module.kind, ()):
+        if attr in module.unsure:
+            return UNKNOWN
+        if attr in parameters_of(module):
             obj = (module.obj, attr)
             if obj not in st.heap:
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
                                                     f"a parameter of `nn.{module.kind}`")
             self.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
+        if attr in _flag_parameters(module.kind):
+            return Const(None)  # turned off by its flag (bias=False)
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
 
@@ -785,7 +787,7 @@ class ExpressionEvaluator(SavedTensors):
         two layers are chained."""
         layers = [value for value in module.attributes().values()
                   if isinstance(value, TensorRef) or (
-                      isinstance(value, ModuleObj) and (TORCH.module_parameters.get(value.kind)
+                      isinstance(value, ModuleObj) and (parameters_of(value)
                                                         or value.children))]
         if not layers:
             return self.new_tensor(st, id(node), UNKNOWN_TENSOR)
@@ -1159,17 +1161,40 @@ class ExpressionEvaluator(SavedTensors):
         if kind in TORCH.inplace_modules:
             flag = self.argument(node, args, "inplace", TORCH.inplace_positions.get(f"nn.{kind}"))
             inplace = Tri.NO if flag is None else tri_of(flag)
-        absent = frozenset()
-        for flag_name, params in (("bias", ("bias",)), ("affine", ("weight", "bias")),
-                                  ("elementwise_affine", ("weight", "bias"))):
-            flag = self.argument(node, args, flag_name)
-            if flag is not None and tri_of(flag) is Tri.NO:
-                absent |= frozenset(params)
+        parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.contextual(id(node)), inplace=inplace,
-                           absent=absent, origin=node)
+                           parameters=parameters, unsure=unsure, origin=node)
         if kind in CONTAINERS:
             return _with_layers(module, _container_layers(kind, node, args))
         return module
+
+    def _layer_parameters(self, node: cst.Call, kind: str, args: list) -> tuple:
+        """A torch layer's parameters as its flags decide (``bias=False``,
+        ``nn.InstanceNorm2d(3, affine=True)``): the names it has, and those of them that a
+        flag of unknown value leaves unsure. A parameter exists when every flag that
+        controls it is on."""
+        flags = TORCH.module_flags.get(kind, {})
+        switches = {flag: self._flag(node, args, flag, fact) for flag, fact in flags.items()}
+        present, unsure = [], set()
+        for name in sorted(set(TORCH.module_parameters.get(kind, ())) | _flag_parameters(kind)):
+            states = {switches[flag] for flag, fact in flags.items() if name in fact["controls"]}
+            if Tri.NO in states:
+                continue
+            if Tri.MAYBE in states:
+                unsure.add(name)
+            present.append(name)
+        return tuple(present), frozenset(unsure)
+
+    def _flag(self, node: cst.Call, args: list, flag: str, fact: dict) -> Tri:
+        """A layer flag's value: as passed, else its default; unknown when it may hide in
+        ``*args`` or ``**kwargs``."""
+        value = self.argument(node, args, flag, fact["position"])
+        if value is not None:
+            return tri_of(value)
+        if any(arg.star == "**" or (arg.star == "*" and fact["position"] is not None)
+               for arg in node.args):
+            return Tri.MAYBE
+        return Tri.of(fact["default"])
 
     def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list,
                     input_text: Optional[str] = None, within: str = "",
@@ -1203,9 +1228,7 @@ class ExpressionEvaluator(SavedTensors):
             return value
         operands = {"input": (value, input_text)}
         inputs = [value]
-        for name in TORCH.module_parameters.get(module.kind, ()):
-            if name in module.absent:
-                continue
+        for name in parameters_of(module):
             parameter = self._module_attribute(st, module, name, None)
             operands[name] = (parameter, f"{self.labels.get(module.obj, 'the layer')}.{name}")
             inputs.append(parameter)
@@ -1251,6 +1274,19 @@ def _isinstance(value: Value, classes: Value) -> Value:
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def parameters_of(module: ModuleObj) -> tuple:
+    """The names of a torch layer's own parameters (unsure ones included)."""
+    if module.parameters is not None:
+        return module.parameters
+    return tuple(TORCH.module_parameters.get(module.kind, ()))
+
+
+def _flag_parameters(kind: str) -> frozenset:
+    """The parameters of a layer that one of its flags can turn on or off."""
+    return frozenset(name for fact in TORCH.module_flags.get(kind, {}).values()
+                     for name in fact["controls"])
 
 
 def _container_layers(kind: str, node: cst.Call, args: list) -> Optional[tuple]:

@@ -71,7 +71,10 @@ class ModuleObj(Value):
     kind: str  # the class name in torch.nn
     obj: Hashable
     inplace: Tri = Tri.NO
-    absent: frozenset = frozenset()  # parameters turned off (bias=False, affine=False)
+    # Its own parameters' names, as its flags decide (bias=False, affine=True); None: the
+    # layer's defaults. ``unsure``: those a flag of unknown value may have turned on or off.
+    parameters: Optional[tuple] = None
+    unsure: frozenset = frozenset()
     children: tuple = ()  # for a container (nn.Sequential, ...): its layers, in order
     origin: object = None  # the node that built it
     # The children's names, in the same order ("0", "1", ... for layers given by position;

@@ -265,6 +265,28 @@ CASES = {
         if layer.bias is not None:
             layer.bias.zero_()
         """, set()),
+    "layer flags add and remove parameters, by keyword or position": ("""
+        import torch
+        from torch import nn
+        x = torch.randn(2, 3, 4, 4)
+        nn.InstanceNorm2d(3, affine=True)(x).sum().backward()
+        nn.InstanceNorm2d(3, 1e-5, 0.1, True)(x).sum().backward()
+        nn.InstanceNorm2d(3)(x).sum().backward()
+        lin = nn.Linear(2, 3, False)
+        if lin.bias is not None:
+            lin.bias.zero_()
+        nn.LayerNorm(3, elementwise_affine=False).weight.zero_()
+        nn.LayerNorm(3, bias=False).weight.zero_()
+        """, {(6, "GG304"), (11, "GG101")}),
+    "a flag of unknown value, or in **kwargs, leaves its parameters unknown": ("""
+        import torch
+        from torch import nn
+        x = torch.randn(2, 3, 4, 4)
+        nn.InstanceNorm2d(3, affine=flag)(x).sum().backward()
+        nn.InstanceNorm2d(3, **config)(x).sum().backward()
+        nn.Linear(2, 3, bias=flag).bias.zero_()
+        nn.Linear(2, 3, bias=flag).weight.zero_()
+        """, {(7, "GG101")}),
     "requires_grad_(False) on a module freezes its parameters": ("""
         import torch
         from torch import nn
