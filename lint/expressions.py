@@ -669,6 +669,11 @@ class ExpressionEvaluator(SavedTensors):
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
+                        and path is not None:
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    st.bind(dotted(func.value), _updated(owner, func.attr.value, args))
+                    return UNKNOWN
                 if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
@@ -1431,6 +1436,17 @@ def set_child(container: ModuleObj, name: str, value: Value) -> ModuleObj:
         return container.with_child(name, value)
     return _with_layers(container, None) if name in container.names or None in container.names \
         else container
+
+
+def _updated(mapping: KeyedItems, method: str, args: list) -> Value:
+    """A dict after a method that may change it: ``d.update(pairs)`` with known keys adds
+    them; after any other (``pop``, ``setdefault``, ``clear``...) its items are unknown."""
+    pairs = _keyed_pairs(args[0]) if method == "update" and len(args) == 1 else None
+    if pairs is None:
+        return UNKNOWN
+    for key, value in pairs:
+        mapping = mapping.with_item(key, value)
+    return mapping
 
 
 def _replaced(items: tuple, position: object, value: Value) -> Optional[tuple]:

@@ -329,6 +329,19 @@ CASES = {
         y = nn.Sequential(layers)(torch.ones(2, requires_grad=True) * 2)
         y.sum().backward()
         """, set()),
+    "an OrderedDict changed by pop is not known; update adds to it": ("""
+        from collections import OrderedDict
+        import torch
+        from torch import nn
+        layers = OrderedDict(gate=nn.Sigmoid(), act=nn.ReLU(inplace=True))
+        layers.pop("act")
+        more = OrderedDict(gate=nn.Sigmoid())
+        more.update({"act": nn.ReLU(inplace=True)})
+        x = torch.ones(2, requires_grad=True)
+        y = nn.Sequential(layers)(x)
+        z = nn.Sequential(more)(x)
+        (y + z).sum().backward()
+        """, {(10, "GG201")}),
     "a plain dict is not a Sequential's layers (torch refuses it)": ("""
         import torch
         from torch import nn
