@@ -10,6 +10,7 @@ them; see ``docs/design.md``.
 from __future__ import annotations
 
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -18,9 +19,13 @@ import libcst as cst
 from gradguard.expressions import (
     CONTAINERS,
     NEUTRAL_DECORATORS,
+    REGISTRARS,
     ExpressionEvaluator,
     _all_params,
     dotted,
+    iterated,
+    set_child,
+    stored_item,
     source_text,
     tri_of,
 )
@@ -47,6 +52,8 @@ from gradguard.values import (
     Imported,
     Instance,
     IterableOf,
+    KeyedItems,
+    LayerItems,
     ModuleObj,
     ModuleRef,
     Ref,
@@ -306,10 +313,12 @@ class Interpreter(ExpressionEvaluator):
             self._bind_attribute(target, value, st, node)
         elif isinstance(target, cst.Subscript):
             base = self.evaluate(target.value, st)
-            kind = self.index_kind(target, st)
             if isinstance(base, TensorRef):
+                kind = self.index_kind(target, st)
                 self.emit_inplace(st, node, base, target.value, "item assignment", index=kind,
                                   operands=[value])
+            else:
+                self._store_item(target, base, value, st)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
@@ -341,12 +350,40 @@ class Interpreter(ExpressionEvaluator):
         if path is None:
             return
         if isinstance(owner, ModuleObj) and attr == "inplace":
-            st.bind(dotted(target.value), ModuleObj(
-                owner.kind, owner.obj, tri_of(value), owner.absent, owner.children, owner.origin))
+            self._rebind_layer(target.value, replace(owner, inplace=tri_of(value)), st)
             return
+        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
+            # block.act = nn.ReLU(): the container runs the new layer in the old one's place
+            self._rebind_layer(target.value, set_child(owner, attr, value), st)
         st.bind(path, value)
         if isinstance(value, TensorRef):
             self.labels.setdefault(value.obj, path)
+
+    def _rebind_layer(self, expression: cst.BaseExpression, layer: ModuleObj, st: State) -> None:
+        """A layer changed (``block.act.inplace = False``): the path it was reached by holds
+        the new one, and so does the container it was reached through (``block``)."""
+        path = dotted(expression)
+        if path is None:
+            return
+        st.bind(path, layer)
+        if isinstance(expression, cst.Attribute):
+            owner = self.evaluate(expression.value, st)
+            if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
+                self._rebind_layer(expression.value,
+                                   set_child(owner, expression.attr.value, layer), st)
+
+    def _store_item(self, target: cst.Subscript, container: Value, value: Value,
+                    st: State) -> None:
+        """``heads["a"] = layer``, ``layers["fc"] = nn.Linear(...)``, ``layers[0] = ...``:
+        a mapping, list or container of layers bound to a path holds that item now."""
+        if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            key = self.evaluate(target.slice[0].slice.value, st)
+        else:
+            self.index_kind(target, st)  # a slice: evaluated for its effects
+            key = UNKNOWN
+        path = dotted(target.value)
+        if path is not None and isinstance(container, (KeyedItems, ModuleObj, Seq)):
+            st.bind(path, stored_item(container, key, value))
 
     def _aug_assign(self, node: cst.AugAssign, st: State) -> State:
         operator = AUGMENTED_OPERATORS.get(type(node.operator))
@@ -374,6 +411,11 @@ class Interpreter(ExpressionEvaluator):
             path = dotted(target)
             if path is not None:
                 st.forget(path)
+            elif isinstance(target, cst.Subscript) and dotted(target.value) is not None:
+                # del heads["a"]: which items are left is not followed
+                container = self.evaluate(target.value, st)
+                if isinstance(container, (KeyedItems, ModuleObj, Seq)):
+                    st.bind(dotted(target.value), stored_item(container, UNKNOWN, UNKNOWN))
         return st
 
     # ----------------------------------------------------------------- imports
@@ -833,12 +875,11 @@ MAX_UNROLLED_LAYERS = 32
 
 
 def _known_layers(iterable: Value) -> Optional[tuple]:
-    """The layers of an ``nn.ModuleList``/``nn.Sequential`` whose layers are all known."""
-    if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS and iterable.children \
-            and len(iterable.children) <= MAX_UNROLLED_LAYERS \
-            and all(isinstance(child, (ModuleObj, Instance)) for child in iterable.children):
-        return iterable.children
-    return None
+    """What a ``for`` over a container whose layers are all known gives, item by item
+    (its layers, a ModuleDict's names, or a view of them: ``heads.items()``)."""
+    items = iterable.items if isinstance(iterable, LayerItems) else iterated(iterable) \
+        if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS else None
+    return items if items and len(items) <= MAX_UNROLLED_LAYERS else None
 
 
 def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
@@ -897,8 +938,8 @@ def _widen(head: State, entry: State) -> State:
 
 def _is_known_module(module: str) -> bool:
     """torch, and the standard modules whose functions the engine follows
-    (``itertools.chain`` over parameters)."""
-    return module in ("torch", "itertools") or module.startswith("torch.")
+    (``itertools.chain`` over parameters, ``collections.OrderedDict`` of layers)."""
+    return module in ("torch", "itertools", "collections") or module.startswith("torch.")
 
 
 
@@ -928,7 +969,20 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
             add(node.target)
         elif isinstance(node, cst.AnnAssign):
             add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
     return found
+
+
+def _registered_names(call: cst.BaseExpression, owner: str) -> set:
+    """The attribute ``self.register_buffer("running", ...)`` (or ``register_parameter``,
+    ``add_module``, ``register_module``) binds, when ``owner`` is ``self``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in REGISTRARS and isinstance(call.func.value, cst.Name) \
+            and call.func.value.value == owner and call.args \
+            and isinstance(call.args[0].value, cst.SimpleString):
+        return {call.args[0].value.evaluated_value}
+    return set()
 
 
 def _returned_tuple_length(function: cst.FunctionDef) -> int:

@@ -8,6 +8,7 @@ evaluated once per visit, in order, so that in-place operations nested anywhere
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
@@ -42,6 +43,8 @@ from gradguard.values import (
     Imported,
     Instance,
     IterableOf,
+    KeyedItems,
+    LayerItems,
     ModuleObj,
     ModuleRef,
     ParamsOf,
@@ -73,9 +76,20 @@ TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
                       "int", "float", "round", "iter", "sorted"})
-# Containers whose layers are known when built from a list (and run in order, for Sequential).
-CONTAINERS = frozenset({"Sequential", "ModuleList"})
-CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "register_module"})
+# Containers whose layers are known when built from a list or a mapping of layers (and
+# run in order, for Sequential). Iterating over the indexed ones gives their layers.
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+INDEXED_CONTAINERS = frozenset({"Sequential", "ModuleList"})
+# Container methods that change its layers.
+CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "register_module",
+                               "update", "pop", "clear", "__setitem__", "__delitem__"})
+# Module methods that register a value under a name, and the keyword of that value.
+REGISTRARS = {"register_parameter": "param", "register_buffer": "tensor",
+              "add_module": "module", "register_module": "module"}
+# What a ModuleDict's views give, item by item: its names, its layers, or both.
+CONTAINER_VIEWS = frozenset({"keys", "values", "items"})
+# Methods of a dict that only read it.
+DICT_READERS = frozenset({"keys", "values", "items", "get", "copy"})
 # Callables the engine does not follow that only read what they receive.
 READ_ONLY_CALLS = frozenset({
     "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
@@ -139,7 +153,7 @@ class ExpressionEvaluator(SavedTensors):
             cst.UnaryOperation: self._unary,
             cst.Integer: lambda node, st: Const(_literal(node)),
             cst.Float: lambda node, st: Const(_literal(node)),
-            cst.SimpleString: lambda node, st: Const(None),
+            cst.SimpleString: lambda node, st: Const(_literal(node)),
             cst.Tuple: self._sequence,
             cst.Dict: self._dict,
             cst.List: self._sequence,
@@ -472,16 +486,19 @@ class ExpressionEvaluator(SavedTensors):
                           path: Optional[str]) -> Value:
         if attr == "inplace":
             return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
-        if attr in module.absent:
-            return Const(None)
-        if attr in TORCH.module_parameters.get(module.kind, ()):
+        if attr in module.unsure:
+            return UNKNOWN
+        if attr in parameters_of(module):
             obj = (module.obj, attr)
             if obj not in st.heap:
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
                                                     f"a parameter of `nn.{module.kind}`")
             self.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
-        return UNKNOWN
+        if attr in _flag_parameters(module.kind):
+            return Const(None)  # turned off by its flag (bias=False)
+        child = module.child_named(attr)  # block.act: a layer registered by that name
+        return child if child is not None else UNKNOWN
 
     def apply_to_modules(self, st: State, model: Value, function: FunctionVal) -> None:
         """``model.apply(init_fn)``: ``init_fn`` runs on every module of the model, its
@@ -550,18 +567,28 @@ class ExpressionEvaluator(SavedTensors):
         return Seq(tuple(items))
 
     def _dict(self, node: cst.Dict, st: State) -> Value:
-        """Only an optimizer's param group (``{"params": ..., "lr": ...}``) matters."""
-        group = UNKNOWN
+        """An optimizer's param group (``{"params": ..., "lr": ...}``), or a dict whose keys
+        are all known strings (the layers of an ``nn.ModuleDict``)."""
+        group: Optional[ParamGroup] = None
+        items: Optional[list] = []
         for element in node.elements:
             if isinstance(element, cst.DictElement):
-                self.evaluate(element.key, st)
+                key = self.evaluate(element.key, st)
                 value = self.evaluate(element.value, st)
-                if isinstance(element.key, cst.SimpleString) \
-                        and element.key.evaluated_value == "params":
+                if key == Const("params"):
                     group = ParamGroup(value)
+                if items is not None and isinstance(key, Const) and isinstance(key.value, str):
+                    items.append((key.value, value))
+                    continue
             else:
                 self.evaluate(element.value, st)
-        return group
+            items = None
+        if group is not None or items is None:
+            return group or UNKNOWN
+        mapping = KeyedItems((), ordered=False)
+        for key, value in items:  # a key given twice keeps its first place
+            mapping = mapping.with_item(key, value)
+        return mapping
 
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         self.evaluate(node.test, st)
@@ -622,9 +649,8 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
                 and -len(base.items) <= index.value < len(base.items):
             return base.items[index.value]
-        if isinstance(base, ModuleObj) and base.children and isinstance(index, Const) \
-                and isinstance(index.value, int) and -len(base.children) <= index.value < len(base.children):
-            return base.children[index.value]
+        if isinstance(base, ModuleObj) and isinstance(index, Const):
+            return _layer_at(base, index.value)
         return UNKNOWN
 
     # ----------------------------------------------------------------- calls
@@ -643,6 +669,11 @@ class ExpressionEvaluator(SavedTensors):
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
+                        and path is not None:
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    st.bind(dotted(func.value), _updated(owner, func.attr.value, args))
+                    return UNKNOWN
                 if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
@@ -659,25 +690,32 @@ class ExpressionEvaluator(SavedTensors):
         """``super().__init__(*layers)`` in a subclass of ``nn.Sequential``/``nn.ModuleList``:
         the instance is that container, with those layers."""
         if instance.info.layer in CONTAINERS:
-            children = _spread(node, args)
-            self.containers[instance.obj] = ModuleObj(
-                kind=instance.info.layer, obj=instance.obj, origin=node,
-                children=children if children is not None else (UNKNOWN,))
+            self.containers[instance.obj] = _with_layers(
+                ModuleObj(kind=instance.info.layer, obj=instance.obj, origin=node),
+                _container_layers(instance.info.layer, node, args))
 
     def _grow_container(self, st: State, path: Optional[str], container: ModuleObj,
                         method: str, node: cst.Call, args: list) -> Value:
         """``seq.add_module(name, layer)``, ``layers.append(layer)``: the container at
         ``path`` now has that layer too (unknown where it lands)."""
-        if method in ("append", "add_module", "register_module") and args:
-            children = container.children + (args[-1],)
-        elif method == "extend" and args:
-            more = _spread_value(args[0])
-            children = container.children + more if more is not None else (UNKNOWN,)
-        else:
-            children = (UNKNOWN,)
+        grown: Optional[ModuleObj] = None
+        if method in ("add_module", "register_module") and len(args) == 2:
+            name = args[0].value if isinstance(args[0], Const) else None
+            grown = container.with_child(name if isinstance(name, str) else None, args[1])
+        elif method == "append" and len(args) == 1:
+            grown = container.with_child(_next_position(container), args[0])
+        elif method == "extend" and len(args) == 1 and _spread_value(args[0]) is not None:
+            grown = container
+            for layer in _spread_value(args[0]):
+                grown = grown.with_child(_next_position(grown), layer)
+        elif method == "update" and len(args) == 1 and _named_layers(args[0]) is not None:
+            grown = container
+            for name, layer in _named_layers(args[0]):
+                grown = grown.with_child(name, layer)
+        elif method == "clear" and not args:
+            grown = _with_layers(container, ())
         if path is not None:
-            st.env[path] = ModuleObj(container.kind, container.obj, container.inplace,
-                                     container.absent, children, container.origin)
+            st.env[path] = grown if grown is not None else _with_layers(container, None)
         return Const(None)
 
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
@@ -704,6 +742,8 @@ class ExpressionEvaluator(SavedTensors):
             return self.builtin_call(st, node, callee.qualname[9:], args)
         if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
             return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
+        if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
+            return _ordered_dict(node, args)
         if isinstance(callee, Ref):
             return self.torch_call(st, node, callee.qualname, args)
         if isinstance(callee, ModuleObj):
@@ -752,7 +792,7 @@ class ExpressionEvaluator(SavedTensors):
         two layers are chained."""
         layers = [value for value in module.attributes().values()
                   if isinstance(value, TensorRef) or (
-                      isinstance(value, ModuleObj) and (TORCH.module_parameters.get(value.kind)
+                      isinstance(value, ModuleObj) and (parameters_of(value)
                                                         or value.children))]
         if not layers:
             return self.new_tensor(st, id(node), UNKNOWN_TENSOR)
@@ -809,7 +849,8 @@ class ExpressionEvaluator(SavedTensors):
             parameter = TensorRef(obj)
             return Seq((UNKNOWN, parameter)) if iterable.named else parameter
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
-            iterable = Seq(iterable.children)
+            items = iterated(iterable)
+            iterable = Seq(items) if items is not None else UNKNOWN
         if isinstance(iterable, Seq) and iterable.items:
             element = iterable.items[0]
             for item in iterable.items[1:]:
@@ -847,6 +888,8 @@ class ExpressionEvaluator(SavedTensors):
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.module_call(st, node, owner, args)
+        if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
+            return _container_view(owner, name)
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
             receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
             return self._grow_container(st, dotted(receiver) if receiver is not None else None,
@@ -854,8 +897,25 @@ class ExpressionEvaluator(SavedTensors):
         if isinstance(owner, Instance) and name in owner.info.methods:
             result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
             return UNKNOWN if result is None else result
+        if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
+            return self._register(st, node, name, args)
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def _register(self, st: State, node: cst.Call, method: str, args: list) -> Value:
+        """``self.register_parameter("w", nn.Parameter(...))``, ``self.register_buffer(
+        "running", torch.zeros(3))``, ``self.add_module("fc", layer)``: the attribute of
+        that name is the value from now on (``register_parameter("b", None)``: None)."""
+        receiver = dotted(node.func.value) if isinstance(node.func, cst.Attribute) else None
+        key = self.argument(node, args, "name", 0)
+        value = self.argument(node, args, REGISTRARS[method], 1)
+        if receiver is not None and isinstance(key, Const) and isinstance(key.value, str) \
+                and value is not None:
+            path = f"{receiver}.{key.value}"
+            st.bind(path, value)
+            if isinstance(value, TensorRef):
+                self.labels.setdefault(value.obj, path)
+        return Const(None)
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None) -> dict:
@@ -1106,21 +1166,40 @@ class ExpressionEvaluator(SavedTensors):
         if kind in TORCH.inplace_modules:
             flag = self.argument(node, args, "inplace", TORCH.inplace_positions.get(f"nn.{kind}"))
             inplace = Tri.NO if flag is None else tri_of(flag)
-        absent = frozenset()
-        for flag_name, params in (("bias", ("bias",)), ("affine", ("weight", "bias")),
-                                  ("elementwise_affine", ("weight", "bias"))):
-            flag = self.argument(node, args, flag_name)
-            if flag is not None and tri_of(flag) is Tri.NO:
-                absent |= frozenset(params)
-        children = ()
-        if kind == "Sequential":
-            children = _spread(node, args)
-            if children is None or any(isinstance(c, Seq) for c in children):
-                children = (UNKNOWN,)  # an OrderedDict, a list not spread: not followed
-        elif kind == "ModuleList" and args:
-            children = _spread_value(args[0]) or (UNKNOWN,)
-        return ModuleObj(kind=kind, obj=self.contextual(id(node)), inplace=inplace, absent=absent,
-                         children=children, origin=node)
+        parameters, unsure = self._layer_parameters(node, kind, args)
+        module = ModuleObj(kind=kind, obj=self.contextual(id(node)), inplace=inplace,
+                           parameters=parameters, unsure=unsure, origin=node)
+        if kind in CONTAINERS:
+            return _with_layers(module, _container_layers(kind, node, args))
+        return module
+
+    def _layer_parameters(self, node: cst.Call, kind: str, args: list) -> tuple:
+        """A torch layer's parameters as its flags decide (``bias=False``,
+        ``nn.InstanceNorm2d(3, affine=True)``): the names it has, and those of them that a
+        flag of unknown value leaves unsure. A parameter exists when every flag that
+        controls it is on."""
+        flags = TORCH.module_flags.get(kind, {})
+        switches = {flag: self._flag(node, args, flag, fact) for flag, fact in flags.items()}
+        present, unsure = [], set()
+        for name in sorted(set(TORCH.module_parameters.get(kind, ())) | _flag_parameters(kind)):
+            states = {switches[flag] for flag, fact in flags.items() if name in fact["controls"]}
+            if Tri.NO in states:
+                continue
+            if Tri.MAYBE in states:
+                unsure.add(name)
+            present.append(name)
+        return tuple(present), frozenset(unsure)
+
+    def _flag(self, node: cst.Call, args: list, flag: str, fact: dict) -> Tri:
+        """A layer flag's value: as passed, else its default; unknown when it may hide in
+        ``*args`` or ``**kwargs``."""
+        value = self.argument(node, args, flag, fact["position"])
+        if value is not None:
+            return tri_of(value)
+        if any(arg.star == "**" or (arg.star == "*" and fact["position"] is not None)
+               for arg in node.args):
+            return Tri.MAYBE
+        return Tri.of(fact["default"])
 
     def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list,
                     input_text: Optional[str] = None, within: str = "",
@@ -1140,8 +1219,11 @@ class ExpressionEvaluator(SavedTensors):
                 text = input_text if previous is None else \
                     f"the output of nn.{previous.kind}" if isinstance(previous, ModuleObj) \
                     else f"the output of `{previous.info.name}`"
+                name = module.names[position] if len(module.names) == len(module.children) \
+                    else None
+                layer = f"`{name}`" if name is not None and not name.isdigit() else position
                 value = self.module_call(st, node, child, [value], text,
-                                         f" (layer {position} of the `nn.Sequential`)",
+                                         f" (layer {layer} of the `nn.Sequential`)",
                                          site=(id(node), position))
             return value
         if module.inplace is Tri.YES:
@@ -1151,9 +1233,7 @@ class ExpressionEvaluator(SavedTensors):
             return value
         operands = {"input": (value, input_text)}
         inputs = [value]
-        for name in TORCH.module_parameters.get(module.kind, ()):
-            if name in module.absent:
-                continue
+        for name in parameters_of(module):
             parameter = self._module_attribute(st, module, name, None)
             operands[name] = (parameter, f"{self.labels.get(module.obj, 'the layer')}.{name}")
             inputs.append(parameter)
@@ -1199,6 +1279,200 @@ def _isinstance(value: Value, classes: Value) -> Value:
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def parameters_of(module: ModuleObj) -> tuple:
+    """The names of a torch layer's own parameters (unsure ones included)."""
+    if module.parameters is not None:
+        return module.parameters
+    return tuple(TORCH.module_parameters.get(module.kind, ()))
+
+
+def _flag_parameters(kind: str) -> frozenset:
+    """The parameters of a layer that one of its flags can turn on or off."""
+    return frozenset(name for fact in TORCH.module_flags.get(kind, {}).values()
+                     for name in fact["controls"])
+
+
+def _container_layers(kind: str, node: cst.Call, args: list) -> Optional[tuple]:
+    """The ``(name, layer)`` pairs a container is built with, as torch names them; None
+    when they are not known (or torch would refuse them)."""
+    if kind == "Sequential":
+        if len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None \
+                and isinstance(args[0], KeyedItems):
+            # one OrderedDict names the layers; torch refuses a plain dict
+            return args[0].items if args[0].ordered else None
+        layers = _spread(node, args)
+        if layers is None or any(isinstance(layer, (Seq, KeyedItems)) for layer in layers):
+            return None  # a list not spread: torch refuses it
+        return _numbered(layers)
+    if not node.args:
+        return ()
+    if kind == "ModuleList":
+        layers = _spread_value(args[0])
+        return _numbered(layers) if layers is not None else None
+    if kind == "ModuleDict" and len(node.args) == 1 and node.args[0].keyword is None:
+        return _named_layers(args[0])
+    return None
+
+
+def _numbered(layers: tuple) -> tuple:
+    """Layers given by position, named by it as torch does: ``("0", layer), ...``."""
+    return tuple((str(position), layer) for position, layer in enumerate(layers))
+
+
+def _with_layers(container: ModuleObj, layers: Optional[tuple]) -> ModuleObj:
+    """The container holding ``layers`` (``(name, layer)`` pairs); None: layers unknown."""
+    if layers is None:
+        return replace(container, children=(UNKNOWN,), names=())
+    return replace(container, children=tuple(layer for _, layer in layers),
+                   names=tuple(name for name, _ in layers))
+
+
+def _next_position(container: ModuleObj) -> Optional[str]:
+    """The name ``append`` gives a layer (its position), when the positions are known."""
+    return str(len(container.children)) if len(container.names) == len(container.children) \
+        else None
+
+
+def _layer_at(container: ModuleObj, key: object) -> Value:
+    """``container[key]``: by name (``heads["a"]``) or, in a Sequential or ModuleList, by
+    position (``block[-1]``); unknown where the layers are not."""
+    if isinstance(key, str):
+        child = container.child_named(key)
+        return child if child is not None else UNKNOWN
+    if container.kind in INDEXED_CONTAINERS and container.children and isinstance(key, int) \
+            and not isinstance(key, bool) and -len(container.children) <= key < len(container.children):
+        return container.children[key]
+    return UNKNOWN
+
+
+def _keyed_pairs(value: Value) -> Optional[tuple]:
+    """The ``(key, value)`` pairs of a mapping or of a list of pairs whose keys are all
+    known strings; else None."""
+    if isinstance(value, KeyedItems):
+        return value.items
+    if not isinstance(value, Seq) or value.growth is not None:
+        return None
+    pairs = []
+    for item in value.items:
+        if not (isinstance(item, Seq) and len(item.items) == 2 and isinstance(item.items[0], Const)
+                and isinstance(item.items[0].value, str)):
+            return None
+        pairs.append((item.items[0].value, item.items[1]))
+    return tuple(pairs)
+
+
+def _named_layers(value: Value) -> Optional[tuple]:
+    """What ``nn.ModuleDict(value)`` / ``heads.update(value)`` adds, as ``(name, layer)``
+    pairs, a name given twice keeping its first place (a dict, an OrderedDict, a list of
+    pairs, another ModuleDict); None when not known."""
+    if isinstance(value, ModuleObj) and value.kind == "ModuleDict":
+        view = _container_view(value, "items")
+        return _keyed_pairs(Seq(view.items)) if isinstance(view, Seq) else None
+    pairs = _keyed_pairs(value)
+    if pairs is None:
+        return None
+    mapping = KeyedItems((), ordered=True)
+    for key, layer in pairs:
+        mapping = mapping.with_item(key, layer)
+    return mapping.items
+
+
+def _all_known(container: ModuleObj) -> bool:
+    """Every layer of the container is a known module, and every name is known."""
+    return len(container.names) == len(container.children) and None not in container.names \
+        and all(isinstance(layer, (ModuleObj, Instance)) for layer in container.children)
+
+
+def iterated(container: ModuleObj) -> Optional[tuple]:
+    """What a ``for`` over a container gives, item by item, when its layers and their
+    names are all known: the layers of a Sequential or ModuleList, the names of a
+    ModuleDict."""
+    if not _all_known(container):
+        return None
+    if container.kind in INDEXED_CONTAINERS:
+        return container.children
+    return tuple(Const(name) for name in container.names)
+
+
+def _container_view(container: ModuleObj, view: str) -> Value:
+    """``heads.keys()``, ``heads.values()``, ``heads.items()`` of a ModuleDict whose layers
+    and names are all known, as ``LayerItems``; else unknown."""
+    if not _all_known(container):
+        return UNKNOWN
+    if view == "keys":
+        return LayerItems(tuple(Const(name) for name in container.names))
+    if view == "values":
+        return LayerItems(container.children)
+    return LayerItems(tuple(Seq((Const(name), layer))
+                            for name, layer in zip(container.names, container.children)))
+
+
+def stored_item(container: Value, key: Value, value: Value) -> Value:
+    """A mapping, list or container of layers after ``container[key] = value``: a known
+    name or position holds ``value`` now; with a key not known, what it holds is not known."""
+    name = key.value if isinstance(key, Const) else None
+    if isinstance(container, KeyedItems):
+        return container.with_item(name, value) if isinstance(name, str) else UNKNOWN
+    if isinstance(container, Seq):
+        items = _replaced(container.items, name, value) if container.growth is None else None
+        return Seq(items) if items is not None else UNKNOWN
+    if not isinstance(container, ModuleObj) or container.kind not in CONTAINERS:
+        return container
+    if container.kind == "ModuleDict" and isinstance(name, str):
+        return container.with_child(name, value)
+    children = _replaced(container.children, name, value) \
+        if container.kind in INDEXED_CONTAINERS and container.children != (UNKNOWN,) else None
+    return replace(container, children=children) if children is not None \
+        else _with_layers(container, None)
+
+
+def set_child(container: ModuleObj, name: str, value: Value) -> ModuleObj:
+    """The container after ``setattr(container, name, value)``: a module is registered
+    under that name (where the name stood, or last); anything else leaves its layers
+    unknown (torch refuses it, or sets the child to None)."""
+    if isinstance(value, (ModuleObj, Instance)):
+        return container.with_child(name, value)
+    return _with_layers(container, None) if name in container.names or None in container.names \
+        else container
+
+
+def _updated(mapping: KeyedItems, method: str, args: list) -> Value:
+    """A dict after a method that may change it: ``d.update(pairs)`` with known keys adds
+    them; after any other (``pop``, ``setdefault``, ``clear``...) its items are unknown."""
+    pairs = _keyed_pairs(args[0]) if method == "update" and len(args) == 1 else None
+    if pairs is None:
+        return UNKNOWN
+    for key, value in pairs:
+        mapping = mapping.with_item(key, value)
+    return mapping
+
+
+def _replaced(items: tuple, position: object, value: Value) -> Optional[tuple]:
+    """``items`` with ``items[position] = value``; None when the position is not known."""
+    if not isinstance(position, int) or isinstance(position, bool) \
+            or not -len(items) <= position < len(items):
+        return None
+    position %= len(items)
+    return items[:position] + (value,) + items[position + 1:]
+
+
+def _ordered_dict(node: cst.Call, args: list) -> Value:
+    """``OrderedDict()``, ``OrderedDict([(name, layer), ...])``, ``OrderedDict(mapping)``,
+    ``OrderedDict(fc=layer)``: its items, when every key is known."""
+    if any(arg.star for arg in node.args):
+        return UNKNOWN
+    positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
+    pairs = _keyed_pairs(positional[0]) if len(positional) == 1 else () if not positional else None
+    if pairs is None:
+        return UNKNOWN
+    pairs += tuple((arg.keyword.value, value) for arg, value in zip(node.args, args)
+                   if arg.keyword is not None)
+    mapping = KeyedItems((), ordered=True)
+    for key, value in pairs:
+        mapping = mapping.with_item(key, value)
+    return mapping
 
 
 def _is_super_init(func: cst.BaseExpression) -> bool:

@@ -93,6 +93,13 @@ class TorchAPI:
         return self.data.get("module_parameters", {})
 
     @cached_property
+    def module_flags(self) -> dict:
+        """Layer -> its ``__init__`` flags that add or remove parameters (``bias``,
+        ``affine``, ``elementwise_affine``) -> ``default``, ``position`` (None: by keyword
+        only) and the parameters it ``controls``."""
+        return self.data.get("module_flags", {})
+
+    @cached_property
     def inplace_positions(self) -> dict:
         """``inplace`` parameter's positional index, for modules and F functions."""
         return self.data.get("inplace_positions", {})

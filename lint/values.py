@@ -8,7 +8,7 @@ True`` on one name is seen through all). Everything the engine cannot name is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Hashable, Optional
 
 from gradguard.facts import Tri
@@ -71,9 +71,34 @@ class ModuleObj(Value):
     kind: str  # the class name in torch.nn
     obj: Hashable
     inplace: Tri = Tri.NO
-    absent: frozenset = frozenset()  # parameters turned off (bias=False, affine=False)
-    children: tuple = ()  # for nn.Sequential: the layers, in order
+    # Its own parameters' names, as its flags decide (bias=False, affine=True); None: the
+    # layer's defaults. ``unsure``: those a flag of unknown value may have turned on or off.
+    parameters: Optional[tuple] = None
+    unsure: frozenset = frozenset()
+    children: tuple = ()  # for a container (nn.Sequential, ...): its layers, in order
     origin: object = None  # the node that built it
+    # The children's names, in the same order ("0", "1", ... for layers given by position;
+    # None where a name is not known); empty when the children are not known.
+    names: tuple = ()
+
+    def child_named(self, name: object) -> Optional[Value]:
+        """The child registered as ``name`` (``block.act``, ``heads["a"]``), when every
+        child's name is known; else None."""
+        if not self.names or None in self.names or name not in self.names:
+            return None
+        return self.children[self.names.index(name)]
+
+    def with_child(self, name: Optional[str], layer: Value) -> "ModuleObj":
+        """The container after ``add_module(name, layer)`` / ``heads[name] = layer``: a
+        known name already there is replaced where it stands (torch keeps its place),
+        another is added at the end."""
+        names = self.names if len(self.names) == len(self.children) \
+            else (None,) * len(self.children)
+        if name is not None and None not in names and name in names:
+            index = names.index(name)
+            return replace(self, children=self.children[:index] + (layer,)
+                           + self.children[index + 1:])
+        return replace(self, children=self.children + (layer,), names=names + (name,))
 
 
 @dataclass(eq=False)
@@ -159,6 +184,31 @@ class Seq(Value):
 
 def repeated(prefix: tuple, body: tuple, tail: tuple = ()) -> Seq:
     return Seq(prefix + body + body + tail, (prefix, body, tail))
+
+
+class LayerItems(Seq):
+    """What iterating over a container gives, every item known: its layers, its names
+    (``for key in heads``) or ``(name, layer)`` pairs (``heads.items()``). A ``for`` over
+    it runs once per item, as over the container itself."""
+
+
+@dataclass(frozen=True)
+class KeyedItems(Value):
+    """A ``dict`` or ``OrderedDict`` whose keys are known strings: ``items`` are its
+    ``(key, value)`` pairs, in order. ``ordered`` for an ``OrderedDict``, the only mapping
+    ``nn.Sequential`` accepts."""
+
+    items: tuple
+    ordered: bool
+
+    def with_item(self, key: str, value: Value) -> "KeyedItems":
+        """After ``d[key] = value``: a key already there keeps its place."""
+        keys = [k for k, _ in self.items]
+        if key in keys:
+            index = keys.index(key)
+            return replace(self, items=self.items[:index] + ((key, value),)
+                           + self.items[index + 1:])
+        return replace(self, items=self.items + ((key, value),))
 
 
 @dataclass(frozen=True)

@@ -265,6 +265,28 @@ CASES = {
         if layer.bias is not None:
             layer.bias.zero_()
         """, set()),
+    "layer flags add and remove parameters, by keyword or position": ("""
+        import torch
+        from torch import nn
+        x = torch.randn(2, 3, 4, 4)
+        nn.InstanceNorm2d(3, affine=True)(x).sum().backward()
+        nn.InstanceNorm2d(3, 1e-5, 0.1, True)(x).sum().backward()
+        nn.InstanceNorm2d(3)(x).sum().backward()
+        lin = nn.Linear(2, 3, False)
+        if lin.bias is not None:
+            lin.bias.zero_()
+        nn.LayerNorm(3, elementwise_affine=False).weight.zero_()
+        nn.LayerNorm(3, bias=False).weight.zero_()
+        """, {(6, "GG304"), (11, "GG101")}),
+    "a flag of unknown value, or in **kwargs, leaves its parameters unknown": ("""
+        import torch
+        from torch import nn
+        x = torch.randn(2, 3, 4, 4)
+        nn.InstanceNorm2d(3, affine=flag)(x).sum().backward()
+        nn.InstanceNorm2d(3, **config)(x).sum().backward()
+        nn.Linear(2, 3, bias=flag).bias.zero_()
+        nn.Linear(2, 3, bias=flag).weight.zero_()
+        """, {(7, "GG101")}),
     "requires_grad_(False) on a module freezes its parameters": ("""
         import torch
         from torch import nn
@@ -286,6 +308,120 @@ CASES = {
         block = nn.Sequential(nn.ReLU(inplace=True))
         block(w)
         """, {(5, "GG101")}),
+    "Sequential of an OrderedDict: its layers run in order, reached by name": ("""
+        from collections import OrderedDict
+        import torch
+        from torch import nn
+        block = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("gate", nn.Sigmoid()),
+                                           ("act", nn.ReLU(inplace=True))]))
+        block.fc.weight.zero_()
+        y = block(torch.ones(1, 2))
+        y.sum().backward()
+        """, {(6, "GG101"), (7, "GG201")}),
+    "collections.OrderedDict filled by key, replaced by name": ("""
+        import collections
+        import torch
+        from torch import nn
+        layers = collections.OrderedDict()
+        layers["gate"] = nn.Sigmoid()
+        layers["act"] = nn.ReLU(inplace=True)
+        layers["gate"] = nn.Identity()
+        y = nn.Sequential(layers)(torch.ones(2, requires_grad=True) * 2)
+        y.sum().backward()
+        """, set()),
+    "an OrderedDict changed by pop is not known; update adds to it": ("""
+        from collections import OrderedDict
+        import torch
+        from torch import nn
+        layers = OrderedDict(gate=nn.Sigmoid(), act=nn.ReLU(inplace=True))
+        layers.pop("act")
+        more = OrderedDict(gate=nn.Sigmoid())
+        more.update({"act": nn.ReLU(inplace=True)})
+        x = torch.ones(2, requires_grad=True)
+        y = nn.Sequential(layers)(x)
+        z = nn.Sequential(more)(x)
+        (y + z).sum().backward()
+        """, {(10, "GG201")}),
+    "a plain dict is not a Sequential's layers (torch refuses it)": ("""
+        import torch
+        from torch import nn
+        block = nn.Sequential({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        y = block(torch.ones(2, requires_grad=True))
+        y.sum().backward()
+        """, set()),
+    "a ModuleDict item set with an unknown key: its layers are unknown": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        heads[name] = nn.ReLU()
+        x = torch.ones(2, requires_grad=True)
+        for layer in heads.values():
+            x = layer(x)
+        x.sum().backward()
+        """, set()),
+    "a ModuleDict after pop or del: its layers are unknown": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        other = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
+        heads.pop("act")
+        del other["act"]
+        x = torch.ones(2, requires_grad=True)
+        for key in heads:
+            x = heads[key](x)
+        for layer in other.values():
+            x = layer(x)
+        x.sum().backward()
+        """, set()),
+    "a ModuleDict iterated by key, items and values": ("""
+        import torch
+        from torch import nn
+        heads = nn.ModuleDict([("gate", nn.Sigmoid())])
+        heads.update({"act": nn.ReLU(inplace=True)})
+        x = torch.ones(2, requires_grad=True)
+        for key in heads:
+            x = heads[key](x)
+        for _, layer in heads.items():
+            x = layer(x)
+        x.sum().backward()
+        """, {(7, "GG201"), (9, "GG201")}),
+    "a list item replaced before Sequential(*layers)": ("""
+        import torch
+        from torch import nn
+        layers = [nn.Sigmoid(), nn.ReLU(inplace=True)]
+        layers[1] = nn.ReLU()
+        y = nn.Sequential(*layers)(torch.ones(2, requires_grad=True))
+        y.sum().backward()
+        """, set()),
+    "register_parameter / register_buffer bind the attribute": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("w", nn.Parameter(torch.ones(3)))
+                self.register_buffer("running", torch.zeros(3))
+                self.register_parameter("b", None)
+            def forward(self, x):
+                self.running.mul_(0.9)
+                self.w.mul_(2)
+                if self.b is not None:
+                    self.b.zero_()
+                return x * self.w
+        """, {(11, "GG101")}),
+    "a name registered again in another method is not trusted": ("""
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("w", nn.Parameter(torch.ones(3)))
+            def reset(self):
+                self.register_parameter("w", None)
+            def forward(self, x):
+                self.w.mul_(2)
+                return x
+        """, set()),
     "m.inplace = True after construction": ("""
         import torch
         from torch import nn

@@ -62,9 +62,6 @@ def test_there_are_fixtures() -> None:
 # day the linter catches one, its test fails until the entry is removed. A folder
 # fixture's key is its folder (no .py).
 KNOWN_MISSES = {
-    "GG201/bug_sequential_ordereddict.py":
-        "nn.Sequential(OrderedDict([...])): the engine has no value for a mapping of layers "
-        "yet, so the Sequential's layers are unknown and nothing is claimed",
     "GG307/bug_generator_l1_on_detached_fake.py":
         "GG307 covers parameters read through .data/.detach(); an activation read so is "
         "usually a deliberate stop-gradient (a target, SimSiam's z.detach()), and telling "

@@ -52,9 +52,12 @@ Keys:
     gives such a value (None, NotImplemented and iterators do not count).
   module_parameters: for each MODULE_CTOR_ARGS class present in torch.nn, the names from
     ``named_parameters(recurse=False)`` of an instance built with those arguments.
-  module_bias_flag, module_affine_flag: for the same classes, the ``__init__`` parameter that turns
-    the bias (``bias``) or affine parameters (``affine``, ``elementwise_affine``) off, or null;
-    a ``*args, **kwargs`` signature defers to the base classes.
+  module_flags: for the same classes, each ``__init__`` flag that adds or removes parameters
+    (MODULE_FLAGS: ``bias``, ``affine``, ``elementwise_affine``): its default, its position
+    among the positional parameters after ``self`` (null if keyword-only, or if the signature
+    is a base's behind ``*args``) and the parameters
+    it controls, i.e. those an instance with every flag on has and one with this flag off
+    (the others on) lacks; a ``*args, **kwargs`` signature defers to the base classes.
   nn_init_functions: public functions defined in torch.nn.init.
   grad_mode_contexts: GRAD_MODE_CONTEXTS entries (name -> "on", "off" or "arg") that resolve.
   public_modules: PUBLIC_MODULES entries that import.
@@ -92,6 +95,7 @@ MODULE_CTOR_ARGS = {
     "RNNCell": (2, 3), "LSTMCell": (2, 3), "GRUCell": (2, 3),
     "MultiheadAttention": (4, 2),
 }
+MODULE_FLAGS = ("bias", "affine", "elementwise_affine")  # __init__ flags that add parameters
 NOT_VALUE_WRITES = {"requires_grad_", "retain_grad", "detach_", "record_stream", "share_memory_"}
 AUG_ASSIGN = {
     "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=",
@@ -335,27 +339,45 @@ def non_tensor_functions(names):
     return out
 
 
-def init_params(cls):
-    """Parameter names of ``cls.__init__``, following ``*args`` signatures to the bases."""
+def init_signature(cls):
+    """``cls.__init__``'s parameters, following ``*args`` signatures to the bases, and
+    whether it did (then the positions are the base's, not the caller's)."""
     for klass in cls.__mro__:
         if "__init__" in vars(klass):
             params = inspect.signature(klass.__init__).parameters
             if not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
-                return set(params)
-    return set()
+                return params, klass is not next(k for k in cls.__mro__ if "__init__" in vars(k))
+    return {}, True
+
+
+def init_params(cls):
+    """Parameter names of ``cls.__init__``, following ``*args`` signatures to the bases."""
+    return set(init_signature(cls)[0])
 
 
 def module_facts():
-    params, bias, affine = {}, {}, {}
+    params, flags = {}, {}
     for name, args in MODULE_CTOR_ARGS.items():
         cls = getattr(nn, name, None)
         if cls is None:
             continue
         params[name] = sorted(n for n, _ in cls(*args).named_parameters(recurse=False))
-        init = init_params(cls)
-        bias[name] = "bias" if "bias" in init else None
-        affine[name] = next((f for f in ("affine", "elementwise_affine") if f in init), None)
-    return params, bias, affine
+        signature, deferred = init_signature(cls)
+        names = [n for n in MODULE_FLAGS if n in signature]
+        if not names:
+            continue
+        positional = [] if deferred else [n for n, p in list(signature.items())[1:]
+                                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+        def parameters(**changed):
+            kwargs = {**{n: True for n in names}, **changed}
+            return {n for n, _ in cls(*args, **kwargs).named_parameters(recurse=False)}
+        every = parameters()
+        flags[name] = {flag: {"default": signature[flag].default,
+                              "position": positional.index(flag) if flag in positional else None,
+                              "controls": sorted(every - parameters(**{flag: False}))}
+                       for flag in names}
+    return params, flags
 
 
 def resolves(qualified):
@@ -391,7 +413,7 @@ def build():
     like_args = [(torch.zeros(2),), (torch.zeros(2), 1.0), (torch.zeros(2), 3)]
     modules = [getattr(nn, n) for n in public(nn, classes=True)]
     module_classes = sorted(c.__name__ for c in modules if issubclass(c, nn.Module))
-    params, bias, affine = module_facts()
+    params, flags = module_facts()
 
     def has_param(f, param):
         try:
@@ -424,8 +446,7 @@ def build():
                                 if n.endswith("Tensor") and legacy_ok(getattr(torch, n))],
         "non_tensor_methods": non_tensor_members(),
         "module_parameters": params,
-        "module_bias_flag": bias,
-        "module_affine_flag": affine,
+        "module_flags": flags,
         "nn_init_functions": [n for n in public(nn.init) if inspect.isfunction(getattr(nn.init, n))
                               and getattr(nn.init, n).__module__ == "torch.nn.init"],
         "grad_mode_contexts": {k: v for k, v in GRAD_MODE_CONTEXTS.items() if resolves(k)},
