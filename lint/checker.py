@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import gc
 import sys
 import threading
 import tokenize
@@ -44,7 +45,43 @@ def check_source(
     """Return the findings of ``rules`` (default: all enabled by default) on one file."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
-    return _on_deep_stack(lambda: _check(source, path, rules, debug))
+    with _COLLECTOR:
+        return _on_deep_stack(lambda: _check(source, path, rules, debug))
+
+
+class _Collector:
+    """Python's cyclic garbage collector, run between files rather than during one.
+
+    Analysing a file allocates millions of small objects (the tree, the states) and frees
+    nearly all of them by reference counting; left automatic, the collector rescans every
+    live object (the imported modules' trees kept for reuse) many times per file, which
+    once cost a third of the run. While a file is analysed automatic collection is off;
+    after it, its young objects are collected and the survivors frozen: they are not
+    scanned again. (A scope the project's cache evicts is emptied after the file, so no
+    cycle keeps it.)"""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.was_enabled = True
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            self.was_enabled = gc.isenabled()
+            gc.disable()
+        self.depth += 1
+
+    def __exit__(self, *exc) -> None:
+        self.depth -= 1
+        if self.depth:
+            return
+        PROJECT.release()
+        gc.collect(0)  # this file's cycles (its interpreter and rules hold each other)
+        gc.freeze()  # what it keeps (scopes for later imports) is not scanned again
+        if self.was_enabled:
+            gc.enable()
+
+
+_COLLECTOR = _Collector()
 
 
 def _check(source, path, rules, debug) -> list[Finding]:

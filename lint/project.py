@@ -30,7 +30,7 @@ from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
 
 MAX_IMPORT_DEPTH = 2  # modules analysed for one import chain: what the file imports, and theirs
-MAX_SCOPES = 64  # analysed modules kept (each holds its tree), the least recently used go
+MAX_SCOPES = 256  # analysed modules kept (each holds its tree), the least recently used go
 # Where installed packages live: not a project's source root (their own relative imports
 # still resolve).
 INSTALLED = frozenset({"site-packages", "dist-packages"})
@@ -61,6 +61,7 @@ class Project:
     def __init__(self) -> None:
         self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
+        self._evicted: list[ModuleScope] = []  # out of the cache, maybe still in use
         self._roots: dict[Path, list[Path]] = {}
         self._names: dict[tuple, dict[str, bool]] = {}
         self._resolved: dict[tuple, Optional[Path]] = {}
@@ -169,7 +170,16 @@ class Project:
     def _store(self, key: tuple, scope: Optional[ModuleScope]) -> None:
         self._scopes[key] = scope
         while len(self._scopes) > MAX_SCOPES:
-            self._scopes.popitem(last=False)
+            _, evicted = self._scopes.popitem(last=False)
+            if evicted is not None:
+                self._evicted.append(evicted)
+
+    def release(self) -> None:
+        """Between files: empty the scopes the cache let go (their functions name them,
+        a cycle that reference counting alone would never free)."""
+        for scope in self._evicted:
+            scope.env, scope.heap, scope.imports = {}, {}, []
+        self._evicted.clear()
 
     def _analyse(self, path: Path) -> Optional[ModuleScope]:
         from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
