@@ -7,7 +7,8 @@
 Single process, files in sorted order. For each file the bare parse
 (``libcst.parse_module``) and gradguard's ``check_source`` (decode, parse, analyse,
 place findings) are timed back to back, so both see the same machine state. Reports
-the totals, their ratio, peak memory (ru_maxrss), and the findings per code. With
+the totals, their ratio, peak memory (ru_maxrss), the call summaries computed and
+reused (``gradguard.summaries``), and the findings per code. With
 ``--peer flake8`` it also times ``flake8 --select=F`` (pyflakes) over the same files.
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 import libcst
 
 from gradguard.checker import check_source, decode
+from gradguard.summaries import Counts
 
 
 def tree_of(name: str) -> Path:
@@ -78,6 +80,7 @@ def main() -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         peer_time = time.perf_counter() - start
         print(f"{peer} --select=F:        {peer_time:8.1f} s  (gradguard is {check_time / peer_time:.2f}x)")
+    print(f"call summaries:           {Counts.computed:,} computed, {Counts.reused:,} reused")
     print("findings by code:", dict(sorted(codes.items())) or "none")
     if options.show:
         for finding in sorted(findings):
