@@ -50,6 +50,7 @@ class UserCalls:
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.recordings: list[Recording] = []  # per run being summarised, innermost last
+        self.sites: list[cst.CSTNode] = []  # the calls being followed, innermost last
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
     def entry_grad(self, definition: cst.FunctionDef) -> Tri:
@@ -79,7 +80,7 @@ class UserCalls:
         if not self.worth_following(function.node):
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
-                          function.grad_mode)
+                          function.grad_mode, call)
         return UNKNOWN if result is None else result
 
     def worth_following(self, definition: cst.FunctionDef) -> bool:
@@ -99,7 +100,7 @@ class UserCalls:
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
         bindings[params[0].name.value] = instance
-        return self.run(st, method, bindings, method.grad_mode)
+        return self.run(st, method, bindings, method.grad_mode, call)
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -118,7 +119,7 @@ class UserCalls:
         interpreter.allocation_context = outer_context + (id(call),)
         interpreter.constructing.append(instance)
         try:
-            _, end = self._run(st, init, bindings, init.grad_mode)
+            _, end = self._run(st, init, bindings, init.grad_mode, call)
         finally:
             interpreter.constructing.pop()
             interpreter.allocation_context = outer_context
@@ -132,12 +133,19 @@ class UserCalls:
 
     # ----------------------------------------------------------------- the run
     def run(self, st: State, function: FunctionVal, bindings: dict,
-            grad_mode: Optional[Tri]) -> Optional[Value]:
-        """Run ``function``'s body on ``st`` with ``bindings``; None if not followed."""
-        return self._run(st, function, bindings, grad_mode)[0]
+            grad_mode: Optional[Tri], site: cst.CSTNode) -> Optional[Value]:
+        """Run ``function``'s body on ``st`` with ``bindings`` (``site``: the call);
+        None if not followed."""
+        return self._run(st, function, bindings, grad_mode, site)[0]
 
-    def _run(self, st: State, function: FunctionVal, bindings: dict,
-             grad_mode: Optional[Tri]) -> tuple[Optional[Value], Optional[State]]:
+    @property
+    def via(self) -> Optional[cst.CSTNode]:
+        """The outermost call being followed: where the analysed code handed its tensors
+        to the code writing them now (None outside followed calls)."""
+        return self.sites[0] if self.sites else None
+
+    def _run(self, st: State, function: FunctionVal, bindings: dict, grad_mode: Optional[Tri],
+             site: cst.CSTNode) -> tuple[Optional[Value], Optional[State]]:
         """The run; also returns the callee's own state at its end (None if not followed
         or if it never returns). A call in a context met before, whose heap agrees with
         what that run read, replays its summary instead (``summaries``)."""
@@ -158,6 +166,7 @@ class UserCalls:
                 self.entered.remove(module)
             self.entered.append(module)
         self.modules.append(module)
+        self.sites.append(site)
         try:
             summary = None if key is None else self.summaries.find(
                 key, st.heap, self.active, interpreter.steps_left, MAX_CALL_DEPTH)
@@ -169,6 +178,7 @@ class UserCalls:
                 summary = self._summarise(st, function, bindings, grad_mode, globals_, key)
         finally:
             self.modules.pop()
+            self.sites.pop()
         if summary.result is None:
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)

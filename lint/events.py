@@ -47,6 +47,8 @@ class Mutation:
     optimizer: Optional[str] = None  # ``opt`` for an ``opt.step()``, as written
     # Written inside a custom autograd Function's forward (the Function's name).
     in_function: Optional[str] = None
+    # The analysed code's call that led to the write, when it is inside a followed call.
+    via: Optional[cst.CSTNode] = None
 
     @property
     def code(self) -> str:
@@ -97,6 +99,7 @@ class InplaceWrite:
     through_data: bool = False  # the written tensor was reached through ``.data``
     hits_saved: bool = False  # ...and its storage is saved by a live graph (GG301's case)
     data_assignment: bool = False  # ``x.data = y`` rather than a write into ``x.data``
+    via: Optional[cst.CSTNode] = None  # the analysed code's call that led to the write
 
 
 @dataclass(frozen=True)

@@ -354,7 +354,7 @@ class ExpressionEvaluator(SavedTensors):
                 node=node, target_text=text, target=facts, root=root_facts,
                 root_text=self.labels.get(root) if root is not None else None,
                 operation=operation, grad_enabled=st.grad, index=index,
-                through_data=through_data, hits_saved=hits_saved))
+                through_data=through_data, hits_saved=hits_saved, via=self.calls.via))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
             return  # torch raises right here (GG101/GG102): nothing after it runs
@@ -500,14 +500,16 @@ class ExpressionEvaluator(SavedTensors):
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
 
-    def apply_to_modules(self, st: State, model: Value, function: FunctionVal) -> None:
-        """``model.apply(init_fn)``: ``init_fn`` runs on every module of the model, its
-        layers first, as torch does."""
+    def apply_to_modules(self, st: State, model: Value, function: FunctionVal,
+                         node: cst.Call) -> None:
+        """``model.apply(init_fn)`` (``node``): ``init_fn`` runs on every module of the
+        model, its layers first, as torch does."""
         params = list(function.node.params.posonly_params) + list(function.node.params.params)
         if not params:
             return
         for module in reversed(_modules_in(model)):
-            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode)
+            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
+                           node)
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
@@ -880,7 +882,7 @@ class ExpressionEvaluator(SavedTensors):
             return owner  # modules convert in place and return themselves
         if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
                 and isinstance(args[0], FunctionVal) and isinstance(args[0].node, cst.FunctionDef):
-            self.apply_to_modules(st, owner, args[0])
+            self.apply_to_modules(st, owner, args[0], node)
             return owner
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
             self.set_parameters_requires_grad(st, self.owners_of(owner),

@@ -61,7 +61,7 @@ class CustomFunctions:
         frame = _Forward(info.name)
         self.running.append(frame)
         try:
-            result = interpreter.calls.run(st, forward, bindings, Tri.NO)
+            result = interpreter.calls.run(st, forward, bindings, Tri.NO, call)
         finally:
             self.running.pop()
         if result is None:

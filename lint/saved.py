@@ -174,7 +174,7 @@ class SavedTensors:
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
-                         in_function=self.custom_functions.current)
+                         in_function=self.custom_functions.current, via=self.calls.via)
                 for save in hits)
 
     # ----------------------------------------------------------------- backward

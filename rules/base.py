@@ -72,6 +72,13 @@ class Rule:
             return f"the caller's backward (the graph is returned at line {line})"
         return f"a later backward through `{event.escape}` (the method at line {line} stores it)"
 
+    def via(self, event) -> str:
+        """``; the call at line N handed it over`` for a write inside a followed call: the
+        call in the analysed code that led there."""
+        if event.via is None:
+            return ""
+        return f"; the call at line {self.line_of(event.via)} handed it over"
+
     def where(self, origin) -> str:
         """`` (line N)`` for an ``Origin``, or nothing when there is none."""
         return f" (line {self.line_of(origin.node)})" if origin is not None else ""

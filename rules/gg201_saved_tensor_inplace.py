@@ -65,5 +65,6 @@ class SavedTensorInplace(Rule):
         self.report(
             mutation.node,
             f"{saved}; modifying it in place here with {mutation.operation}{through} makes "
-            f"{self.failing_backward(event)} fail. Use an out-of-place op or mutate a `.clone()`",
+            f"{self.failing_backward(event)} fail{self.via(mutation)}. Use an out-of-place op or "
+            "mutate a `.clone()`",
         )

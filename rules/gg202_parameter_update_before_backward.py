@@ -58,6 +58,6 @@ class ParameterUpdateBeforeBackward(Rule):
             mutation.node,
             f"{who} updates parameters in place that {quote(save.op)} (line "
             f"{self.line_of(save.node)}) saved for backward; {self.failing_backward(event)} "
-            "still needs them. Step "
+            f"still needs them{self.via(mutation)}. Step "
             "after that backward, or recompute the forward after the step",
         )

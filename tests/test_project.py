@@ -77,6 +77,18 @@ def test_forward_in_another_file_is_followed_and_reported_where_it_writes(tree):
     assert "(line 5 of main.py)" in finding.message and "line 7 of main.py" in finding.message
 
 
+def test_a_write_in_another_file_names_the_call_that_handed_the_tensor_over(tree):
+    root = tree({"models.py": MODELS, "main.py": MAIN})
+    [finding] = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    assert "the call at line 6 of main.py handed it over" in finding.message
+
+
+def test_a_write_in_a_function_analysed_on_its_own_names_no_call(tree):
+    root = tree({"models.py": MODELS + "\n\nw = torch.zeros(2, requires_grad=True)\nw += 1\n"})
+    [finding] = check_source((root / "models.py").read_bytes(), str(root / "models.py"))
+    assert finding.code == "GG101" and "handed it over" not in finding.message
+
+
 def test_a_leaf_made_by_a_helper_in_another_file(tree):
     root = tree({"models.py": MODELS, "main.py": """\
         import torch
