@@ -8,7 +8,7 @@ Single process, files in sorted order. For each file the bare parse
 (``libcst.parse_module``) and gradguard's ``check_source`` (decode, parse, analyse,
 place findings) are timed back to back, so both see the same machine state. Reports
 the totals, their ratio, peak memory (ru_maxrss), the call summaries computed and
-reused (``gradguard.summaries``), and the findings per code. With
+reused (``gradguard.engine.summaries``), and the findings per code. With
 ``--peer flake8`` it also times ``flake8 --select=F`` (pyflakes) over the same files.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import libcst
 
 from gradguard.checker import check_source, decode
-from gradguard.summaries import Counts
+from gradguard.engine.summaries import Counts
 
 
 def tree_of(name: str) -> Path:

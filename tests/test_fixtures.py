@@ -17,7 +17,7 @@ import pytest
 
 from gradguard import check_source
 from gradguard.rules import ALL_RULES
-from gradguard.summaries import SummaryTable
+from gradguard.engine.summaries import SummaryTable
 from oracle import FIXTURES_DIR, fixture_files, parse_expectations, program_files
 
 ENGINE_DIAGNOSTICS = {"GG001", "GG002", "GG003"}

@@ -22,17 +22,32 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gradguard.engine.common import _all_params
+from gradguard.engine.summaries import (
+    HeapReads,
+    Recording,
+    Summary,
+    SummaryTable,
+    apply_summary,
+    hashable,
+    heap_writes,
+)
 from gradguard.facts import Tri
-from gradguard.expressions import _all_params
-from gradguard.state import Heap, State, join_all
-from gradguard.summaries import HeapReads, Recording, Summary, SummaryTable, apply_summary, \
-    hashable, heap_writes
 from gradguard.relevance import cst_events, may_matter
-from gradguard.values import CONTAINER, UNKNOWN, ClassInfo, Const, FunctionVal, Instance, Value, \
-    join_values
+from gradguard.state import Heap, State, join_all
+from gradguard.values import (
+    CONTAINER,
+    UNKNOWN,
+    ClassInfo,
+    Const,
+    FunctionVal,
+    Instance,
+    Value,
+    join_values,
+)
 
 if TYPE_CHECKING:
-    from gradguard.engine import Interpreter
+    from gradguard.engine.interpreter import Interpreter
 
 MAX_CALL_DEPTH = 4  # calls followed one inside another
 
@@ -106,7 +121,7 @@ class UserCalls:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
         its own layers and parameters (each instantiation its own objects)."""
         interpreter = self.interpreter
-        instance = Instance(info, interpreter.contextual(id(call)))
+        instance = Instance(info, interpreter.tensors.contextual(id(call)))
         init = info.methods.get("__init__")
         if init is None:
             return instance
@@ -214,7 +229,7 @@ class UserCalls:
             name = param.name.value
             if name not in bindings:
                 inner.bind(name, UNKNOWN if param.default is None or param.star
-                           else interpreter.evaluate(param.default, inner))
+                           else interpreter.expressions.evaluate(param.default, inner))
         for name, value in bindings.items():
             inner.bind(name, value)
         recording = Recording()

@@ -1,12 +1,4 @@
-"""Tensors saved for backward: what an op saves, what a write breaks, when backward fails.
-
-An op that records a graph saves some of its inputs or its output (the table in
-``rules/data/saved_tensors.json``, generated from torch). A write into a saved tensor's
-storage (through any view or ``.detach()`` alias: they share the version counter)
-becomes a pending ``Mutation``. A later ``backward()`` over a tensor whose graph holds
-that save raises in torch; the engine then tells rules, who report at the write. A
-return hands the graph to the caller, whose backward will fail the same way.
-"""
+"""Tensors saved for backward: saves, writes to saved storage, backward and escapes."""
 
 from __future__ import annotations
 
@@ -14,7 +6,15 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.events import BackwardWithoutGrad, DroppedTerm, Mutation, SavedTensorMutated, SaveRecord
+from gradguard.engine.common import BINARY_FORMS, PARAMS
+from gradguard.engine.room import Room
+from gradguard.events import (
+    BackwardWithoutGrad,
+    DroppedTerm,
+    Mutation,
+    SavedTensorMutated,
+    SaveRecord,
+)
 from gradguard.facts import Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
@@ -28,17 +28,15 @@ from gradguard.values import (
     Value,
 )
 
-PARAMS = "*params"  # the storage name standing for "some parameter of this owner"
 
+class SavedTensors(Room):
+    """Tensors saved for backward: saves, writes to saved storage, backward and escapes."""
 
-class SavedTensors:
-    """Mixin for the interpreter: records saves, mutations of saved storage, backward."""
-
-    def __init__(self) -> None:
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
         # owner object -> every owner object below it (a model -> its layers, its Parameters)
         self.owned: dict[Hashable, frozenset] = {}
 
-    # ----------------------------------------------------------------- storage identity
     def counter_of(self, st: State, obj: Hashable) -> Hashable:
         """The object whose version counter a write to ``obj`` moves: the base of a view
         chain, stopping at ``.data`` (which has a counter of its own)."""
@@ -104,7 +102,6 @@ class SavedTensors:
                 pending.append(current.element)
         return frozenset(found)
 
-    # ----------------------------------------------------------------- saving
     def record_saves(self, st: State, node: cst.CSTNode, op: str, operands: dict,
                      result: Optional[TensorRef], display: str,
                      site: Optional[Hashable] = None) -> frozenset:
@@ -113,14 +110,14 @@ class SavedTensors:
         entry = TORCH.saved_ops.get(_overload(op, node, operands))
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
-        result_requires_grad = self.facts(st, result).requires_grad if result else Tri.MAYBE
+        result_requires_grad = self.tensors.facts(st, result).requires_grad if result else Tri.MAYBE
         records = set()
         for key, conditions in entry.get("saved_args", {}).items():
             value, text = operands.get(key, (None, ""))
             if not isinstance(value, TensorRef):
                 continue
             if conditions:
-                needed = any(self.requires_grad_of(st, operands[str(c)][0]) is Tri.YES
+                needed = any(self.tensors.requires_grad_of(st, operands[str(c)][0]) is Tri.YES
                              for c in conditions if str(c) in operands)
             else:
                 needed = result_requires_grad is Tri.YES
@@ -157,7 +154,6 @@ class SavedTensors:
         if stale:
             st.stale = st.stale | stale
 
-    # ----------------------------------------------------------------- writing
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
                        target: Optional[Hashable] = None, silent: bool = False,
@@ -174,26 +170,26 @@ class SavedTensors:
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
-                         in_function=self.custom_functions.current, via=self.calls.via)
+                         in_function=self.engine.custom_functions.current,
+                         via=self.engine.calls.via)
                 for save in hits)
 
-    # ----------------------------------------------------------------- backward
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
                      retain: Tri, text: str = "the tensor") -> None:
         """A backward over ``roots`` (``text``: how the code writes them)."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
         for root in roots:
-            facts = self.facts(st, root)
+            facts = self.tensors.facts(st, root)
             if facts.requires_grad is Tri.NO or facts.rewrapped is not None:
-                self.dispatch("backward_without_grad", BackwardWithoutGrad(
+                self.engine.dispatch("backward_without_grad", BackwardWithoutGrad(
                     node, text, facts.why_no_grad, facts.rewrapped))
             elif facts.requires_grad is Tri.YES:
                 for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
-                    self.dispatch("dropped_term", DroppedTerm(term, node, kind))
-        needed = frozenset().union(*(self.facts(st, root).saves for root in roots))
+                    self.engine.dispatch("dropped_term", DroppedTerm(term, node, kind))
+        needed = frozenset().union(*(self.tensors.facts(st, root).saves for root in roots))
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
-                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
+                self.engine.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
         if retain is Tri.NO:  # the graph is freed: later writes are safe
             st.saves = st.saves - needed
         else:
@@ -208,22 +204,18 @@ class SavedTensors:
 
     def _where(self, node: cst.CSTNode) -> tuple:
         try:
-            return self.place(node)[1:]
+            return self.engine.place(node)[1:]
         except KeyError:
             return (0, 0)
 
     def escape(self, st: State, node: cst.CSTNode, value: Value, how: str = "return") -> None:
         """``value`` leaves the function (``how``: "return", or the ``self`` attribute it
         is stored on): a later backward will need its saves."""
-        needed = self.saves_of(st, value)
+        needed = self.tensors.saves_of(st, value)
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
-                self.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node, how))
-
-
-# Reductions whose two-tensor form is another op: torch.max(a, b) is torch.maximum(a, b),
-# which saves both inputs and not its result.
-BINARY_FORMS = {"min": "minimum", "max": "maximum"}
+                self.engine.dispatch("saved_tensor_mutated",
+                                     SavedTensorMutated(mutation, node, how))
 
 
 def _overload(op: str, node: cst.CSTNode, operands: dict) -> Optional[str]:
@@ -249,3 +241,4 @@ def _order(mutation: Mutation) -> tuple:
     does not depend on where objects lie in memory (the first is the one reported)."""
     save = mutation.save
     return (id(mutation.node), save.op, save.tensor_text, mutation.operation)
+

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
 
+from gradguard.engine.common import source_text
 from gradguard.events import SaveRecord
-from gradguard.expressions import source_text
 from gradguard.facts import TensorFacts, Tri
 from gradguard.state import State
 from gradguard.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
 
 if TYPE_CHECKING:
-    from gradguard.engine import Interpreter
+    from gradguard.engine.interpreter import Interpreter
 
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
@@ -69,16 +69,16 @@ class CustomFunctions:
         inputs = [value for value in args if isinstance(value, TensorRef)]
         requires_grad = Tri.NO
         for value in inputs:
-            requires_grad = requires_grad | interpreter.requires_grad_of(st, value)
+            requires_grad = requires_grad | interpreter.tensors.requires_grad_of(st, value)
         requires_grad = requires_grad & st.grad
-        saves = frozenset().union(*(interpreter.saves_of(st, value) for value in inputs)) \
+        saves = frozenset().union(*(interpreter.tensors.saves_of(st, value) for value in inputs)) \
             if requires_grad is Tri.YES else frozenset()
         if requires_grad is Tri.YES:
             records = frozenset(
-                SaveRecord((id(node), position), interpreter.counter_of(st, tensor.obj),
+                SaveRecord((id(node), position), interpreter.saved.counter_of(st, tensor.obj),
                            info.name, node, text, by_function=True)
                 for position, (node, tensor, text) in enumerate(frame.saved))
-            interpreter.add_saves(st, records)
+            interpreter.saved.add_saves(st, records)
             saves |= records
         if isinstance(result, Seq):
             return Seq(tuple(self._output(st, (id(call), index), item, inputs, frame,
@@ -91,20 +91,21 @@ class CustomFunctions:
         """An output of ``apply``: a new tensor in the Function's graph, or, when forward
         returned an input (or a view of one) it did not mark dirty, a view of that input."""
         interpreter = self.interpreter
+        tensors = interpreter.tensors
         if not isinstance(result, TensorRef):
             return UNKNOWN
-        memory = interpreter.root_of(st, result.obj) or result.obj
+        memory = interpreter.tensors.root_of(st, result.obj) or result.obj
         viewed = next((value for value in inputs
-                       if (interpreter.root_of(st, value.obj) or value.obj) == memory), None)
+                       if (tensors.root_of(st, value.obj) or value.obj) == memory), None)
         if viewed is None or viewed.obj in frame.dirty:
             # A tensor forward made (what it saved of it is this very tensor), or an input
             # marked dirty: the output is that tensor, now in the Function's graph.
             tensor = result if viewed is None else viewed
-            st.heap[tensor.obj] = interpreter.facts(st, tensor).evolve(
+            st.heap[tensor.obj] = interpreter.tensors.facts(st, tensor).evolve(
                 requires_grad=requires_grad, is_leaf=~requires_grad, producer=frame.name,
                 saves=saves)
             return tensor
-        return interpreter.new_tensor(st, site, TensorFacts(
+        return interpreter.tensors.new_tensor(st, site, TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=frame.name,
             base=viewed.obj, created_with_grad=st.grad,
             function_view=frame.name if requires_grad is Tri.YES else None, saves=saves))

@@ -1,0 +1,109 @@
+"""What several parts of the engine share: small helpers over libcst nodes and values."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.engine.containers import REGISTRARS
+from gradguard.facts import Tri
+from gradguard.state import State
+from gradguard.values import (
+    Const,
+    Value,
+)
+
+
+def dotted(node: cst.CSTNode) -> Optional[str]:
+    """``self.fc.weight`` for a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+_CODEGEN = cst.Module(body=[])
+
+
+def source_text(node: cst.CSTNode) -> str:
+    return dotted(node) or _CODEGEN.code_for_node(node)
+
+
+def tri_of(value: Value) -> Tri:
+    if isinstance(value, Const) and isinstance(value.value, bool):
+        return Tri.of(value.value)
+    return Tri.MAYBE
+
+
+def _retains(retain: Optional[Value], create: Optional[Value]) -> Tri:
+    """Whether a backward keeps its graph (``retain_graph`` defaults to ``create_graph``)."""
+    flag = retain if retain is not None and not (isinstance(retain, Const)
+                                                 and retain.value is None) else create
+    return Tri.NO if flag is None else tri_of(flag)
+
+
+def _literal(node) -> object:
+    """A literal's value. A plain string is read off its text: ``evaluated_value`` compiles
+    the literal, which costs more than anything else the engine does with it."""
+    if isinstance(node, cst.SimpleString):
+        text = node.value
+        quote = text[-3:] if text[-3:] in ('"""', "'''") else text[-1:]
+        if text.startswith(quote) and "\\" not in text and len(text) >= 2 * len(quote):
+            return text[len(quote):-len(quote)]
+    try:
+        return node.evaluated_value
+    except Exception:
+        return None
+
+
+def _all_params(params: cst.Parameters):
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+class _Loop:
+    __slots__ = ("breaks", "continues")
+
+    def __init__(self) -> None:
+        self.breaks: list[State] = []
+        self.continues: list[State] = []
+
+
+MAX_UNROLLED_LAYERS = 32
+
+
+def _registered_names(call: cst.BaseExpression, owner: str) -> set:
+    """The attribute ``self.register_buffer("running", ...)`` (or ``register_parameter``,
+    ``add_module``, ``register_module``) binds, when ``owner`` is ``self``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in REGISTRARS and isinstance(call.func.value, cst.Name) \
+            and call.func.value.value == owner and call.args \
+            and isinstance(call.args[0].value, cst.SimpleString):
+        return {call.args[0].value.evaluated_value}
+    return set()
+
+
+def _is_expression(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.BaseExpression)
+
+
+def _is_scope(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+
+
+PARAMS = "*params"  # the storage name standing for "some parameter of this owner"
+
+# Reductions whose two-tensor form is another op: torch.max(a, b) is torch.maximum(a, b),
+# which saves both inputs and not its result.
+BINARY_FORMS = {"min": "minimum", "max": "maximum"}
+

@@ -1,0 +1,275 @@
+"""Branches, loops, ``with``, ``try``, ``match`` and comprehensions: paths are joined, loops
+run to a fixpoint."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, _Loop, dotted
+from gradguard.engine.containers import CONTAINERS, iterated
+from gradguard.engine.room import Room
+from gradguard.facts import Tri
+from gradguard.state import State, join, join_all
+from gradguard.values import (
+    UNKNOWN,
+    AllowMutation,
+    Const,
+    GradMode,
+    LayerItems,
+    ModuleObj,
+    Seq,
+    TensorRef,
+    Value,
+)
+from gradguard.walk import walk
+
+
+class ControlFlow(Room):
+    """Branches, loops, ``with``, ``try``, ``match`` and comprehensions: paths are joined,
+    loops run to a fixpoint."""
+
+    def if_(self, node: cst.If, st: State) -> Optional[State]:
+        test = self.expressions.evaluate(node.test, st)
+        known = _known_type_test(node.test, test)
+        if known is not None:  # isinstance(layer, nn.Linear): only one branch runs
+            if known:
+                return self.engine.suite(node.body, st)
+            if isinstance(node.orelse, cst.If):
+                return self.if_(node.orelse, st)
+            return self.engine.suite(node.orelse.body, st) if node.orelse is not None else st
+        then = st.copy()
+        self._refine(node.test, then, True)
+        then = self.engine.suite(node.body, then)
+        otherwise = st.copy() if node.orelse is not None else st
+        self._refine(node.test, otherwise, False)
+        if isinstance(node.orelse, cst.If):
+            otherwise = self.if_(node.orelse, otherwise)
+        elif node.orelse is not None:
+            otherwise = self.engine.suite(node.orelse.body, otherwise)
+        return join(then, otherwise)
+
+    def _refine(self, test: cst.BaseExpression, st: State, truth: bool) -> None:
+        """What a branch learns from its test: inside ``if loss.requires_grad:`` the
+        loss requires grad (and after ``if not ...: return`` it does too)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self._refine(test.expression, st, not truth)
+        elif isinstance(test, cst.BooleanOperation) and \
+                isinstance(test.operator, cst.And if truth else cst.Or):
+            self._refine(test.left, st, truth)
+            self._refine(test.right, st, truth)
+        elif isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+            tensor = st.lookup(dotted(test.value) or "")
+            if isinstance(tensor, TensorRef) and tensor.obj in st.heap:
+                facts = st.heap[tensor.obj]
+                st.heap[tensor.obj] = facts.evolve(
+                    requires_grad=Tri.of(truth), why_no_grad=None if truth else facts.why_no_grad)
+
+    def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
+              exits_normally: bool) -> Optional[State]:
+        """Run a loop body until its facts stop changing; return the state after the loop.
+
+        The first pass starts from ``entry`` and the second exactly where the first
+        ended, so an effect of iteration 1 is seen by iteration 2 with full precision;
+        later passes start from the join of all the states seen at the loop head.
+        """
+        heads, breaks = [entry], []
+        state = entry
+        for pass_number in range(1 if self.engine.frugal else MAX_LOOP_PASSES):
+            loop = _Loop()
+            self.engine.loops.append(loop)
+            try:
+                end = run_body(state.copy())
+            finally:
+                self.engine.loops.pop()
+            breaks.extend(loop.breaks)
+            back = join_all([end, *loop.continues])
+            if back is None:
+                break  # the body never comes back to the head
+            heads.append(back)
+            following = back if pass_number == 0 else join(state, back)
+            if pass_number > 0 and following == state:
+                break
+            state = following
+        else:
+            heads.append(_widen(join_all(heads), entry))
+        return join_all((heads if exits_normally else []) + breaks)
+
+    def for_(self, node: cst.For, st: State) -> Optional[State]:
+        iterable = self.expressions.evaluate(node.iter, st)
+        layers = _known_layers(iterable)
+        if layers is not None:
+            return self._for_each_layer(node, st, layers)
+        element = self.expressions.element_of(st, iterable, node.iter)
+        # Each iteration binds a different object: its facts start afresh every time.
+        fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
+
+        def body(state: State) -> Optional[State]:
+            for obj, facts in fresh.items():
+                state.heap[obj] = facts
+            self.statements.bind_target(node.target, element, state, node)
+            return self.engine.suite(node.body, state)
+
+        after = self._loop(st, body, exits_normally=True)
+        if node.orelse is not None and after is not None:
+            after = self.engine.suite(node.orelse.body, after)
+        return after
+
+    def _for_each_layer(self, node: cst.For, st: State, layers: tuple) -> Optional[State]:
+        """``for layer in self.layers: x = layer(x)`` over a container whose layers are
+        known: the body runs once per layer, in order, as the container would."""
+        exits = []
+        state: Optional[State] = st
+        outer_context = self.engine.allocation_context
+        for position, layer in enumerate(layers):
+            if state is None:
+                break
+            loop = _Loop()
+            self.engine.loops.append(loop)
+            self.engine.allocation_context = outer_context + ((id(node), position),)
+            try:
+                state = state.copy()
+                self.statements.bind_target(node.target, layer, state, node)
+                state = join_all([self.engine.suite(node.body, state), *loop.continues])
+            finally:
+                self.engine.loops.pop()
+                self.engine.allocation_context = outer_context
+            exits.extend(loop.breaks)
+        if node.orelse is not None and state is not None:
+            state = self.engine.suite(node.orelse.body, state)
+        return join_all([state, *exits])
+
+    def while_(self, node: cst.While, st: State) -> Optional[State]:
+        self.expressions.evaluate(node.test, st)
+        forever = isinstance(node.test, cst.Name) and node.test.value == "True"
+
+        def body(state: State) -> Optional[State]:
+            state = self.engine.suite(node.body, state)
+            if state is not None:
+                self.expressions.evaluate(node.test, state)
+            return state
+
+        after = self._loop(st, body, exits_normally=not forever)
+        if node.orelse is not None and after is not None:
+            after = self.engine.suite(node.orelse.body, after)
+        return after
+
+    def with_(self, node: cst.With, st: State) -> Optional[State]:
+        outer_grad = st.grad
+        inner_grad = None
+        outer_allow = st.allow_mutation
+        for item in node.items:
+            value = self.expressions.evaluate(item.item, st)
+            if isinstance(value, GradMode):
+                inner_grad = value.mode
+            elif isinstance(value, AllowMutation):
+                st.allow_mutation = True
+            if item.asname is not None:
+                self.statements.bind_target(item.asname.name, UNKNOWN, st, node)
+        if inner_grad is not None:
+            st.grad = inner_grad
+        end = self.engine.suite(node.body, st)
+        if end is not None and inner_grad is not None:
+            end.grad = outer_grad  # leaving the block restores grad mode
+        if end is not None:
+            end.allow_mutation = outer_allow
+        return end
+
+    def try_(self, node, st: State) -> Optional[State]:
+        entry = st.copy()
+        body_end = self.engine.suite(node.body, st)
+        handler_entry = join(entry, body_end)  # an exception may come at any point
+        ends = []
+        for handler in node.handlers:
+            handler_state = handler_entry.copy()
+            if handler.name is not None:
+                self.statements.bind_target(handler.name.name, UNKNOWN, handler_state, handler)
+            ends.append(self.engine.suite(handler.body, handler_state))
+        if node.orelse is not None and body_end is not None:
+            body_end = self.engine.suite(node.orelse.body, body_end)
+        after = join_all([body_end, *ends])
+        if node.finalbody is not None:
+            final_entry = after if after is not None else handler_entry.copy()
+            final_end = self.engine.suite(node.finalbody.body, final_entry)
+            return final_end if after is not None else None
+        return after
+
+    def match(self, node: cst.Match, st: State) -> Optional[State]:
+        self.expressions.evaluate(node.subject, st)
+        ends = []
+        for case in node.cases:
+            case_state = st.copy()
+            for name in _pattern_names(case.pattern):
+                case_state.bind(name, UNKNOWN)
+            if case.guard is not None:
+                self.expressions.evaluate(case.guard, case_state)
+            ends.append(self.engine.suite(case.body, case_state))
+        return join_all([st, *ends])
+
+    def comprehension(self, node: cst.BaseComp, st: State) -> Value:
+        """Evaluate a comprehension; return what its element evaluates to."""
+        inner = st.copy()  # comprehension names do not leak
+        clause = node.for_in
+        while clause is not None:
+            iterable = self.expressions.evaluate(clause.iter, inner)
+            element = self.expressions.element_of(inner, iterable, clause.iter)
+            self.statements.bind_target(clause.target, element, inner, clause)
+            for condition in clause.ifs:
+                self.expressions.evaluate(condition.test, inner)
+            clause = clause.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.expressions.evaluate(node.key, inner)
+            element = self.expressions.evaluate(node.value, inner)
+        else:
+            element = self.expressions.evaluate(node.elt, inner)
+        st.heap.update(inner.heap)  # objects the comprehension changed stay changed
+        return element
+
+
+MAX_LOOP_PASSES = 4
+
+
+def _known_layers(iterable: Value) -> Optional[tuple]:
+    """What a ``for`` over a container whose layers are all known gives, item by item
+    (its layers, a ModuleDict's names, or a view of them: ``heads.items()``)."""
+    items = iterable.items if isinstance(iterable, LayerItems) else iterated(iterable) \
+        if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS else None
+    return items if items and len(items) <= MAX_UNROLLED_LAYERS else None
+
+
+def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
+    """The outcome of an ``if isinstance(...)`` test whose answer is known."""
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+            and test.func.value == "isinstance" and isinstance(value, Const) \
+            and isinstance(value.value, bool):
+        return value.value
+    return None
+
+
+def _objects_in(value: Value) -> list:
+    if isinstance(value, TensorRef):
+        return [value.obj]
+    if isinstance(value, Seq):
+        return [obj for item in value.items for obj in _objects_in(item)]
+    return []
+
+
+def _widen(head: State, entry: State) -> State:
+    """After too many passes: forget what still changes."""
+    widened = head.copy()
+    for key, value in head.env.items():
+        if entry.env.get(key) != value:
+            widened.env[key] = UNKNOWN
+    return widened
+
+
+def _pattern_names(pattern) -> list[str]:
+    names = []
+    for node in walk(pattern):
+        if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+            names.append(node.name.value)
+        elif isinstance(node, cst.MatchMapping) and node.rest is not None:
+            names.append(node.rest.value)
+    return names
+

@@ -1,0 +1,239 @@
+"""``def`` and ``class`` statements: function bodies analysed on their own, classes with their
+``__init__``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.engine.calls import self_attributes
+from gradguard.engine.common import (
+    _all_params,
+    _is_expression,
+    _is_scope,
+    _registered_names,
+    dotted,
+)
+from gradguard.engine.functions import FUNCTION_BASES
+from gradguard.engine.room import Room
+from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import Heap, State
+from gradguard.values import (
+    UNKNOWN,
+    ClassInfo,
+    ClassVal,
+    FunctionVal,
+    GradMode,
+    Imported,
+    Instance,
+    Ref,
+    TensorRef,
+)
+from gradguard.walk import walk
+
+
+class Definitions(Room):
+    """``def`` and ``class`` statements: function bodies analysed on their own, classes with
+    their ``__init__``."""
+
+    def function_def(self, node: cst.FunctionDef, st: State,
+                      self_value: Optional[Instance] = None) -> State:
+        grad_mode = self._decorator_grad_mode(node, st)
+        value = FunctionVal(node, grad_mode, self.engine.scope)
+        st.bind(node.name.value, value)
+        if id(node) not in self.engine.queued:  # a def run again (a loop, a followed call) is
+            self.engine.queued.add(id(node))    # analysed on its own once
+            closure = st.copy() if self.engine.in_function else None
+            self.engine.pending.append((node, closure, self_value,
+                                 grad_mode))
+        return st
+
+    def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
+        """Grad mode at the start of the body: ON unless a decorator says otherwise."""
+        mode: Optional[Tri] = None
+        for decorator in node.decorators:
+            value = self.expressions.evaluate(decorator.decorator, st)
+            if isinstance(value, Ref) and value.qualname in TORCH.grad_mode_contexts:
+                effect = TORCH.grad_mode_contexts[value.qualname]
+                value = GradMode(Tri.NO if effect == "off" else Tri.YES if effect == "on"
+                                 else Tri.MAYBE)
+            if isinstance(value, GradMode):
+                mode = value.mode
+                continue
+            name = decorator.decorator
+            if isinstance(name, cst.Call):
+                name = name.func
+            text = dotted(name) or ""
+            if text.rpartition(".")[2] not in NEUTRAL_DECORATORS:
+                mode = Tri.MAYBE  # an unknown decorator may run the body under no_grad
+        return mode
+
+    def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
+                      self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
+        env = dict(closure.env) if closure is not None else {}
+        grad = grad_mode if grad_mode is not None else self.engine.calls.entry_grad(node)
+        heap = closure.heap.child() if closure is not None \
+            else Heap(layers=(self.engine.module_heap,))
+        st = State(env, heap, grad,
+                   globals_=closure.globals or globals_ if closure is not None else globals_)
+        for param in _all_params(node.params):
+            st.bind(param.name.value, UNKNOWN)
+        params = list(node.params.posonly_params) + list(node.params.params)
+        if self_value is not None and params and not _is_static(node):
+            name = params[0].name.value
+            st.bind(name, self_value)
+            if self_value.info.is_module and node.name.value == "forward":
+                for param in params[1:]:  # activations: they require grad
+                    if param.default is None:
+                        activation = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO,
+                                                 producer="input")
+                        tensor = self.tensors.new_tensor(st, id(param), activation)
+                        st.bind(param.name.value, tensor)
+            st.heap.merge(self_value.info.heap)
+            for attr, attr_value in self_value.info.attrs.items():
+                st.env[f"{name}.{attr}"] = attr_value
+        self.engine.method = (params[0].name.value, node) \
+            if self_value is not None and params and not _is_static(node) else None
+        end = self.engine.block(node.body.body, st) if isinstance(node.body, cst.IndentedBlock) \
+            else self.engine.suite(node.body, st)
+        if end is not None:
+            self.statements.escape_stored(end)
+        self.engine.method = None
+
+    def class_def(self, node: cst.ClassDef, st: State) -> State:
+        known = self.engine.classes.get(id(node))
+        if known is None:  # a class statement run again (a loop, a followed call) makes
+            known = self.engine.classes[id(node)] = self._define_class(node, st)  # the same class
+        st.bind(node.name.value, known)
+        return st
+
+    def _define_class(self, node: cst.ClassDef, st: State) -> ClassVal:
+        is_module = False
+        inherited: list[ClassInfo] = []
+        layer_parameters: list[str] = []
+        layer = ""
+        bases = [self.expressions.evaluate(base.value, st) for base in node.bases]
+        bases = [self.imports.resolve_import(st, base) if isinstance(base, Imported) else base
+                 for base in bases]
+        for value in bases:
+            name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
+            if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (
+                    name == "Module" or name in TORCH.nn_module_classes):
+                is_module = True  # a subclass of a layer inherits its parameters
+                layer_parameters += TORCH.module_parameters.get(name, [])
+                layer = layer or (name if name != "Module" else "")
+            elif isinstance(value, ClassVal):
+                is_module = is_module or value.info.is_module
+                inherited.append(value.info)
+        info = ClassInfo(node.name.value, is_module, layer=layer, autograd_function=any(
+            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases))
+        for parent in inherited:
+            info.attrs.update(parent.attrs)
+            info.heap.update(parent.heap)
+            info.methods.update(parent.methods)
+            info.layer = info.layer or parent.layer
+            info.container = info.container or parent.container
+            info.unstable |= parent.unstable
+            info.autograd_function = info.autograd_function or parent.autograd_function
+        self_value = Instance(info, ("self", id(node)))
+        for parameter in layer_parameters:
+            obj = (self_value.obj, parameter)
+            info.attrs[parameter] = TensorRef(obj)
+            info.heap[obj] = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.YES, grad_origin=Origin(
+                node, f"a parameter inherited from `nn.{layer}`"))
+        methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
+            if isinstance(node.body, cst.IndentedBlock) else []
+        unstable = {attr for method in methods if method.name.value != "__init__"
+                    for attr in _assigned_self_attrs(method)}
+        info.unstable |= unstable
+        for method in methods:
+            if method.name.value == "forward":
+                info.forward_arity = _returned_tuple_length(method)
+        body_state = st.copy()
+        for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
+            if isinstance(statement, cst.FunctionDef):
+                continue
+            body_state = self.engine.block([statement], body_state) or body_state
+        for method in methods:
+            info.methods[method.name.value] = FunctionVal(
+                method, self._decorator_grad_mode(method, body_state), self.engine.scope)
+        for method in methods:
+            if method.name.value == "__init__":
+                init_state = self._init_state(method, st, self_value)
+                init_heap = init_state.heap.copy()
+                self.engine.constructing.append(self_value)
+                try:
+                    end = self.engine.block(method.body.body, init_state) \
+                        if isinstance(method.body, cst.IndentedBlock) else init_state
+                finally:
+                    self.engine.constructing.pop()
+                if end is not None:
+                    info.attrs.update(self_attributes(method, end, info.unstable))
+                    info.heap.update(end.heap.changes_since(init_heap))
+                info.container = self.engine.containers.get(self_value.obj, info.container)
+            else:
+                self.function_def(method, body_state, self_value)
+        return ClassVal(info)
+
+    def _init_state(self, method: cst.FunctionDef, st: State, self_value: Instance) -> State:
+        grad = self._decorator_grad_mode(method, st) or Tri.YES
+        init = State(dict(st.env), st.heap.child(), grad, globals_=st.globals)
+        for param in _all_params(method.params):
+            init.bind(param.name.value, UNKNOWN)
+        params = list(method.params.params)
+        if params:
+            init.bind(params[0].name.value, self_value)
+            init.heap.merge(self_value.info.heap)
+            for attr, value in self_value.info.attrs.items():
+                init.env[f"{params[0].name.value}.{attr}"] = value
+        return init
+
+
+# Decorators known not to change grad mode or how a function body runs.
+NEUTRAL_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
+    "cache", "lru_cache", "cached_property", "abstractmethod", "overload", "override",
+    "final", "contextmanager", "dataclass", "fixture", "parametrize", "skipif", "skip",
+    "script", "ignore", "unused", "export", "compile",
+})
+
+
+def _is_static(node: cst.FunctionDef) -> bool:
+    return any(dotted(d.decorator) == "staticmethod" for d in node.decorators)
+
+
+def _assigned_self_attrs(method: cst.FunctionDef) -> set:
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    params = list(method.params.params)
+    if not params:
+        return set()
+    owner = params[0].name.value
+    found = set()
+
+    def add(target) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
+
+    for node in walk(method.body, prune=_is_expression):  # assignments are statements
+        if isinstance(node, cst.AssignTarget):
+            add(node.target)
+        elif isinstance(node, cst.AnnAssign):
+            add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
+    return found
+
+
+def _returned_tuple_length(function: cst.FunctionDef) -> int:
+    """n when every ``return`` in the function returns an n-tuple literal, else 1."""
+    lengths = {len(node.value.elements) if isinstance(node.value, cst.Tuple) else 1
+               for node in walk(function.body, prune=_is_scope)
+               if isinstance(node, cst.Return)}
+    return lengths.pop() if len(lengths) == 1 else 1
+

@@ -1,0 +1,533 @@
+"""Evaluating expressions to abstract values, in order, so that in-place operations nested
+anywhere are seen where they happen."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.containers import (
+    CONTAINER_GROWERS,
+    CONTAINER_VIEWS,
+    CONTAINERS,
+    DICT_READERS,
+    REGISTRARS,
+    _container_view,
+    _layer_at,
+    _ordered_dict,
+    _spread_value,
+    _updated,
+    iterated,
+)
+from gradguard.engine.room import Room
+from gradguard.events import (
+    IndexKind,
+)
+from gradguard.facts import TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    NUMBER,
+    UNKNOWN,
+    ClassVal,
+    Const,
+    Distribution,
+    FunctionApply,
+    FunctionContext,
+    FunctionVal,
+    Imported,
+    Instance,
+    IterableOf,
+    KeyedItems,
+    ModuleObj,
+    ModuleRef,
+    Optimizer,
+    ParamGroup,
+    ParamsOf,
+    Ref,
+    Seq,
+    TensorRef,
+    Value,
+    join_values,
+)
+from gradguard.walk import child_nodes
+
+
+class Expressions(Room):
+    """Evaluating expressions to abstract values, in order, so that in-place operations nested
+    anywhere are seen where they happen."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._eval = {
+            cst.Name: self._name,
+            cst.Attribute: self._attribute,
+            cst.Call: self._call,
+            cst.Subscript: self._subscript,
+            cst.BinaryOperation: self._binary,
+            cst.Comparison: self._comparison,
+            cst.UnaryOperation: self._unary,
+            cst.Integer: lambda node, st: Const(_literal(node)),
+            cst.Float: lambda node, st: Const(_literal(node)),
+            cst.SimpleString: lambda node, st: Const(_literal(node)),
+            cst.Tuple: self._sequence,
+            cst.Dict: self._dict,
+            cst.List: self._sequence,
+            cst.IfExp: self._if_expression,
+            cst.NamedExpr: self._named_expression,
+            cst.Lambda: self._lambda,
+            cst.Ellipsis: lambda node, st: Const(...),
+        }
+
+    def evaluate(self, node: cst.CSTNode, st: State) -> Value:
+        handler = self._eval.get(type(node))
+        if handler is not None:
+            return handler(node, st)
+        if isinstance(node, cst.BaseComp):
+            element = self.control.comprehension(node, st)
+            return IterableOf(element) if element is not UNKNOWN \
+                and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
+        for child in child_nodes(node):  # evaluate what is inside for its effects
+            if isinstance(child, cst.BaseExpression):
+                self.evaluate(child, st)
+            elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+                for grandchild in child_nodes(child):
+                    if isinstance(grandchild, cst.BaseExpression):
+                        self.evaluate(grandchild, st)
+        return UNKNOWN
+
+    def _name(self, node: cst.Name, st: State) -> Value:
+        name = node.value
+        value = st.lookup(name)
+        if value is not None:
+            return self.tensors.read_tensor(st, node, value) if st.alias_writes else value
+        if name in ("True", "False", "None"):
+            return Const({"True": True, "False": False, "None": None}[name])
+        if name in BUILTINS:
+            return Ref(f"builtins.{name}")
+        return UNKNOWN
+
+    def _attribute(self, node: cst.Attribute, st: State) -> Value:
+        path = dotted(node)
+        value = st.lookup(path) if path is not None else None
+        if value is not None:
+            return self.tensors.read_tensor(st, node, value) if st.alias_writes else value
+        base = self.evaluate(node.value, st)
+        return self.attribute_of(st, base, node.attr.value, node, path)
+
+    def attribute_of(self, st: State, base: Value, attr: str, node: cst.CSTNode,
+                     path: Optional[str]) -> Value:
+        if isinstance(base, Imported):
+            base = self.imports.resolve_import(st, base)
+        if isinstance(base, Ref):
+            return base.attr(attr)
+        if isinstance(base, TensorRef):
+            return self.tensors.tensor_attribute(st, base, attr, node)
+        if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":
+            return FunctionApply(base.info)
+        if isinstance(base, ModuleRef):
+            value = base.scope.env.get(attr, UNKNOWN)
+            return self.imports.resolve_import(st, value) if isinstance(value, Imported) else value
+        if isinstance(base, ModuleObj):
+            return self.modules.module_attribute(st, base, attr, path)
+        if isinstance(base, Instance):
+            value = base.attributes().get(attr, UNKNOWN)
+            st.heap.merge(base.info.heap)
+            if path is not None and value is not UNKNOWN:
+                st.env[path] = value
+            return value
+        return UNKNOWN
+
+    def _binary(self, node: cst.BinaryOperation, st: State) -> Value:
+        left = self.evaluate(node.left, st)
+        right = self.evaluate(node.right, st)
+        if isinstance(node.operator, cst.Add) and isinstance(left, (Seq, IterableOf)) \
+                and isinstance(right, (Seq, IterableOf)):
+            return _concatenate(left, right)
+        if isinstance(left, TensorRef) or isinstance(right, TensorRef):
+            operands = {"0": (left, source_text(node.left)), "1": (right, source_text(node.right))}
+            return self.tensors.op_result(st, node, (left, right),
+                                  BINARY_OPS.get(type(node.operator), "op"), operands)
+        if _is_number(left) and _is_number(right):
+            return NUMBER
+        return UNKNOWN
+
+    def _comparison(self, node: cst.Comparison, st: State) -> Value:
+        operands = [self.evaluate(node.left, st)]
+        operands += [self.evaluate(target.comparator, st) for target in node.comparisons]
+        if any(isinstance(value, TensorRef) for value in operands):
+            return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
+                requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare"))
+        return UNKNOWN
+
+    def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
+        operand = self.evaluate(node.expression, st)
+        if isinstance(operand, TensorRef):
+            return self.tensors.op_result(st, node, (operand,), "neg")
+        if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
+                and isinstance(operand.value, (int, float)):
+            return Const(-operand.value)
+        return NUMBER if _is_number(operand) else UNKNOWN
+
+    def _sequence(self, node, st: State) -> Value:
+        items = []
+        for element in node.elements:
+            value = self.evaluate(element.value, st)
+            if isinstance(element, cst.StarredElement):
+                return UNKNOWN
+            items.append(value)
+        return Seq(tuple(items))
+
+    def _dict(self, node: cst.Dict, st: State) -> Value:
+        """An optimizer's param group (``{"params": ..., "lr": ...}``), or a dict whose keys
+        are all known strings (the layers of an ``nn.ModuleDict``)."""
+        group: Optional[ParamGroup] = None
+        items: Optional[list] = []
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = self.evaluate(element.key, st)
+                value = self.evaluate(element.value, st)
+                if key == Const("params"):
+                    group = ParamGroup(value)
+                if items is not None and isinstance(key, Const) and isinstance(key.value, str):
+                    items.append((key.value, value))
+                    continue
+            else:
+                self.evaluate(element.value, st)
+            items = None
+        if group is not None or items is None:
+            return group or UNKNOWN
+        mapping = KeyedItems((), ordered=False)
+        for key, value in items:  # a key given twice keeps its first place
+            mapping = mapping.with_item(key, value)
+        return mapping
+
+    def _if_expression(self, node: cst.IfExp, st: State) -> Value:
+        self.evaluate(node.test, st)
+        return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
+
+    def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
+        value = self.evaluate(node.value, st)
+        self.statements.bind_target(node.target, value, st, node)
+        return value
+
+    def _lambda(self, node: cst.Lambda, st: State) -> Value:
+        inner = st.copy()
+        for param in _all_params(node.params):
+            inner.bind(param.name.value, UNKNOWN)
+        self.evaluate(node.body, inner)
+        return FunctionVal(node)
+
+    def index_kind(self, node: cst.Subscript, st: State) -> IndexKind:
+        kind = IndexKind.BASIC
+        for element in node.slice:
+            if isinstance(element.slice, cst.Slice):
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.evaluate(part, st)
+                continue
+            value = self.evaluate(element.slice.value, st)
+            if isinstance(value, Const) and (
+                value.value is None or value.value is ... or isinstance(value.value, int)
+            ) and not isinstance(value.value, bool):
+                continue
+            if value is NUMBER:
+                continue
+            if isinstance(value, (TensorRef, Seq)) or (
+                isinstance(value, Const) and isinstance(value.value, bool)
+            ):
+                kind = IndexKind.ADVANCED
+            elif kind is IndexKind.BASIC:
+                kind = IndexKind.UNKNOWN
+        return kind
+
+    def _subscript(self, node: cst.Subscript, st: State) -> Value:
+        base = self.evaluate(node.value, st)
+        if isinstance(base, TensorRef):
+            kind = self.index_kind(node, st)
+            if kind is IndexKind.BASIC:
+                return self.tensors.view_of(st, node, base, "select")
+            if kind is IndexKind.ADVANCED:
+                return self.tensors.op_result(st, node, (base,), "index")
+            return self.tensors.op_result(st, node, (base,), "index")  # a view or a copy
+        index = None
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = self.evaluate(node.slice[0].slice.value, st)
+        else:
+            self.index_kind(node, st)
+        if isinstance(base, IterableOf) and (index is NUMBER or isinstance(index, Const)):
+            return base.element
+        if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
+                and -len(base.items) <= index.value < len(base.items):
+            return base.items[index.value]
+        if isinstance(base, ModuleObj) and isinstance(index, Const):
+            return _layer_at(base, index.value)
+        return UNKNOWN
+
+    def _call(self, node: cst.Call, st: State) -> Value:
+        func = node.func
+        if _is_super_init(func) and self.engine.constructing:
+            args = [self.evaluate(arg.value, st) for arg in node.args]
+            self.modules.super_init(node, self.engine.constructing[-1], args)
+            return Const(None)
+        if isinstance(func, cst.Attribute):
+            path = dotted(func)
+            receiver = st.lookup(path) if path is not None else None
+            if receiver is None:
+                owner = self.evaluate(func.value, st)
+                if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \
+                        and path is not None:
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
+                        and path is not None:
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    st.bind(dotted(func.value), _updated(owner, func.attr.value, args))
+                    return UNKNOWN
+                if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self.method_call(st, node, owner, func.attr.value, args)
+                if isinstance(owner, FunctionContext):
+                    args = [self.evaluate(arg.value, st) for arg in node.args]
+                    return self.engine.custom_functions.context_method(node, func.attr.value, args)
+                receiver = self.attribute_of(st, owner, func.attr.value, func, path)
+        else:
+            receiver = self.evaluate(func, st)
+        args = [self.evaluate(arg.value, st) for arg in node.args]
+        return self.call_value(st, node, receiver, args)
+
+    def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
+        """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
+        added = args[-1] if args else UNKNOWN
+        if isinstance(current, Seq) and method in ("append", "extend"):
+            more = (added,) if method == "append" else _spread_value(added)
+            if more is not None:  # the list's items stay known, in order
+                st.env[path] = current.appended(more)
+                return Const(None)
+        if method == "extend":
+            added = self.element_of(st, added, None)
+        elements = list(current.items) if isinstance(current, Seq) else [current.element]
+        element = added
+        for item in elements:
+            element = join_values(element, item)
+        st.env[path] = IterableOf(element)
+        return Const(None)
+
+    def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
+        if isinstance(callee, Imported):  # an import is analysed when the code calls it
+            callee = self.imports.resolve_import(st, callee)
+        if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
+            return self.builtin_call(st, node, callee.qualname[9:], args)
+        if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
+            return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
+        if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
+            return _ordered_dict(node, args)
+        if isinstance(callee, Ref):
+            return self.torch.torch_call(st, node, callee.qualname, args)
+        if isinstance(callee, ModuleObj):
+            return self.modules.module_call(st, node, callee, args)
+        if isinstance(callee, ClassVal):
+            return self.engine.calls.construct(st, node, callee.info, args)
+        if isinstance(callee, FunctionApply):
+            return self.engine.custom_functions.apply(st, node, callee.info, args)
+        if isinstance(callee, Instance) and callee.info.is_module:
+            return self.modules.user_module_call(st, node, callee, args)
+        if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
+            return self.engine.calls.call_function(st, node, callee, args)
+        if callee is UNKNOWN:
+            self.opaque_call(st, node, args)
+        return UNKNOWN
+
+    def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
+        """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
+        may freeze the modules it receives or replace their layers: whether their
+        parameters require grad is unknown afterwards. Calls known only to read
+        (``print(model)``, ``logger.info(model)``) leave them as they are."""
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
+            else node.func.value if isinstance(node.func, cst.Name) else ""
+        if name in READ_ONLY_CALLS:
+            return
+        for value in args:
+            if isinstance(value, (ModuleObj, Instance)):
+                self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
+                                                          Tri.MAYBE)
+
+    def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
+        if any(arg.star or arg.keyword for arg in node.args):
+            return UNKNOWN
+        if name in ("len", "int", "float", "round"):
+            return NUMBER
+        if name == "range":
+            return IterableOf(NUMBER)
+        if name == "isinstance" and len(args) == 2:
+            return _isinstance(args[0], args[1])
+        if name == "zip":
+            return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
+        if name == "enumerate" and args:
+            return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
+        if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
+            if isinstance(args[0], Seq):
+                return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
+            return IterableOf(self.element_of(st, args[0], node))
+        return UNKNOWN
+
+    def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:
+        """What iterating over ``iterable`` yields (the same abstract value each time)."""
+        if isinstance(iterable, IterableOf):
+            return iterable.element
+        if isinstance(iterable, ParamsOf):
+            self.saved.note_owner(iterable)
+            owner = iterable.owner
+            obj = (getattr(owner, "obj", id(site)), "*params")
+            if obj not in st.heap:
+                origin = owner.origin if isinstance(owner, ModuleObj) else site
+                st.heap[obj] = self.modules.parameter_facts(st, owner, origin, "a parameter")
+            parameter = TensorRef(obj)
+            return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
+            items = iterated(iterable)
+            iterable = Seq(items) if items is not None else UNKNOWN
+        if isinstance(iterable, Seq) and iterable.items:
+            element = iterable.items[0]
+            for item in iterable.items[1:]:
+                element = join_values(element, item)
+            return element
+        return UNKNOWN
+
+    def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
+        if isinstance(owner, TensorRef):
+            return self.tensors.tensor_method(st, node, owner, name, args)
+        if isinstance(owner, Distribution):
+            if name in DISTRIBUTION_NO_GRAD:
+                return self.tensors.op_result(st, node, [], f"{name}")  # sample(): no graph
+            return self.tensors.op_result(st, node, [*owner.inputs, *args], f"distribution.{name}")
+        if isinstance(owner, Optimizer):
+            if name == "step":  # updates every parameter it owns, in place
+                text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
+                    else "the optimizer"
+                for obj in owner.owners:
+                    for written in ((obj, PARAMS), obj):
+                        self.saved.write_to_saved(st, node, written, text, f"`{text}.step()`",
+                                            parameter_update=True, optimizer=text)
+            return UNKNOWN
+        if name in ("parameters", "named_parameters"):
+            return ParamsOf(owner, named=name == "named_parameters")
+        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
+            return owner  # modules convert in place and return themselves
+        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
+                and isinstance(args[0], FunctionVal) and isinstance(args[0].node, cst.FunctionDef):
+            self.modules.apply_to_modules(st, owner, args[0], node)
+            return owner
+        if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
+            self.modules.set_parameters_requires_grad(st, self.saved.owners_of(owner),
+                                              tri_of(args[0]) if args else Tri.YES)
+            return owner
+        if name == "forward" and isinstance(owner, ModuleObj):
+            return self.modules.module_call(st, node, owner, args)
+        if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
+            return _container_view(owner, name)
+        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            path = dotted(receiver) if receiver is not None else None
+            return self.modules.grow_container(st, path,
+                                        owner, name, node, args)
+        if isinstance(owner, Instance) and name in owner.info.methods:
+            result = self.engine.calls.call_method(st, node, owner, owner.info.methods[name], args)
+            return UNKNOWN if result is None else result
+        if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
+            return self.modules.register(st, node, name, args)
+        value = self.attribute_of(st, owner, name, node.func, None)
+        return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def positional_operands(self, node: cst.Call, args: list,
+                            receiver: Optional[tuple] = None) -> dict:
+        """Argument key -> (value, text) for the saved-tensor table: the receiver of a
+        method is argument 0, then the positional arguments in order."""
+        operands = {"0": receiver} if receiver is not None else {}
+        for arg, value in zip(node.args, args):
+            if arg.keyword is None and not arg.star:
+                operands[str(len(operands))] = (value, source_text(arg.value))
+        return operands
+
+    def argument(self, node: cst.Call, args: list, name: str,
+                 position: Optional[int] = None) -> Optional[Value]:
+        """The value passed as ``name=``, else as the ``position``-th positional argument."""
+        positional = []
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None and arg.keyword.value == name:
+                return value
+            if arg.keyword is None and not arg.star:
+                positional.append(value)
+        if position is not None and position < len(positional):
+            return positional[position]
+        return None
+
+
+BINARY_OPS = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div",
+    cst.FloorDivide: "floor_divide", cst.Modulo: "remainder", cst.Power: "pow",
+    cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
+    cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
+}
+
+# Distribution methods whose result carries no graph; the others (log_prob, entropy,
+# rsample, cdf...) depend on the distribution's parameters.
+DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
+
+LIST_GROWERS = frozenset({"append", "extend", "insert"})
+
+# Builtins whose results the engine follows; a local binding of the name shadows them.
+BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
+                      "int", "float", "round", "iter", "sorted"})
+
+
+# Callables the engine does not follow that only read what they receive.
+READ_ONLY_CALLS = frozenset({
+    "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
+    "type", "vars", "dir", "callable", "hash", "debug", "info", "warning", "warn", "error",
+    "critical", "exception", "log",
+})
+
+
+def _isinstance(value: Value, classes: Value) -> Value:
+    """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
+    the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
+    derives from ``Linear``, so a name inside the other stays unknown)."""
+    if not isinstance(value, ModuleObj):
+        return UNKNOWN
+    verdicts = []
+    for cls in classes.items if isinstance(classes, Seq) else (classes,):
+        if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
+            return UNKNOWN
+        name = cls.qualname.rpartition(".")[2]
+        if name == value.kind or name == "Module":
+            return Const(True)
+        if name not in TORCH.nn_module_classes or name in value.kind or value.kind in name:
+            return UNKNOWN
+        verdicts.append(False)
+    return Const(False) if verdicts else UNKNOWN
+
+
+def _is_super_init(func: cst.BaseExpression) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+def _concatenate(left: Value, right: Value) -> Value:
+    """``list(a.parameters()) + list(b.parameters())``: a list holding both kinds."""
+    if isinstance(left, Seq) and isinstance(right, Seq):
+        return Seq(left.items + right.items)
+    joined = join_values(left, right)
+    if joined is not UNKNOWN:
+        return joined
+    parts = [v.element if isinstance(v, IterableOf) else v for v in (left, right)]
+    return Seq(tuple(item for part in parts
+                     for item in (part.items if isinstance(part, Seq) else (part,))))
+
+
+def _is_number(value: Value) -> bool:
+    return value is NUMBER or (isinstance(value, Const) and isinstance(value.value, (int, float)))
+

@@ -1,0 +1,280 @@
+"""Layers and containers of layers: building them, calling them, their parameters and flags."""
+
+from __future__ import annotations
+
+from typing import Hashable, Optional
+
+import libcst as cst
+
+from gradguard.engine.common import PARAMS, dotted, source_text, tri_of
+from gradguard.engine.containers import (
+    CONTAINERS,
+    REGISTRARS,
+    _container_layers,
+    _modules_in,
+    _named_layers,
+    _next_position,
+    _spread_value,
+    _with_layers,
+)
+from gradguard.engine.room import Room
+from gradguard.events import (
+    SaveRecord,
+)
+from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    UNKNOWN,
+    Const,
+    FunctionVal,
+    Instance,
+    ModuleObj,
+    Seq,
+    TensorRef,
+    Value,
+)
+
+
+class Modules(Room):
+    """Layers and containers of layers: building them, calling them, their parameters and flags."""
+
+    def module_attribute(self, st: State, module: ModuleObj, attr: str,
+                          path: Optional[str]) -> Value:
+        if attr == "inplace":
+            return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
+        if attr in module.unsure:
+            return UNKNOWN
+        if attr in parameters_of(module):
+            obj = (module.obj, attr)
+            if obj not in st.heap:
+                st.heap[obj] = self.parameter_facts(st, module, module.origin,
+                                                    f"a parameter of `nn.{module.kind}`")
+            self.engine.labels.setdefault(obj, path or attr)
+            return TensorRef(obj)
+        if attr in _flag_parameters(module.kind):
+            return Const(None)  # turned off by its flag (bias=False)
+        child = module.child_named(attr)  # block.act: a layer registered by that name
+        return child if child is not None else UNKNOWN
+
+    def apply_to_modules(self, st: State, model: Value, function: FunctionVal,
+                         node: cst.Call) -> None:
+        """``model.apply(init_fn)`` (``node``): ``init_fn`` runs on every module of the
+        model, its layers first, as torch does."""
+        params = list(function.node.params.posonly_params) + list(function.node.params.params)
+        if not params:
+            return
+        for module in reversed(_modules_in(model)):
+            self.engine.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
+                           node)
+
+    def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
+        """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
+        ``model.parameters()``: every parameter of ``modules`` (a model and its layers)."""
+        for module in modules:
+            st.heap[(module, "*frozen")] = TensorFacts(requires_grad=flag)
+        for obj, facts in st.heap.items():
+            if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
+                    and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
+                st.heap[obj] = facts.evolve(requires_grad=flag)
+
+    def parameter_facts(self, st: State, owner: Value, origin: object, how: str) -> TensorFacts:
+        frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))
+        requires_grad = Tri.YES if frozen is None else frozen.requires_grad
+        return TensorFacts(requires_grad=requires_grad, is_leaf=Tri.YES,
+                           grad_origin=Origin(origin, how) if origin is not None else None)
+
+    def super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
+        """``super().__init__(*layers)`` in a subclass of ``nn.Sequential``/``nn.ModuleList``:
+        the instance is that container, with those layers."""
+        if instance.info.layer in CONTAINERS:
+            self.engine.containers[instance.obj] = _with_layers(
+                ModuleObj(kind=instance.info.layer, obj=instance.obj, origin=node),
+                _container_layers(instance.info.layer, node, args))
+
+    def grow_container(self, st: State, path: Optional[str], container: ModuleObj,
+                        method: str, node: cst.Call, args: list) -> Value:
+        """``seq.add_module(name, layer)``, ``layers.append(layer)``: the container at
+        ``path`` now has that layer too (unknown where it lands)."""
+        grown: Optional[ModuleObj] = None
+        if method in ("add_module", "register_module") and len(args) == 2:
+            name = args[0].value if isinstance(args[0], Const) else None
+            grown = container.with_child(name if isinstance(name, str) else None, args[1])
+        elif method == "append" and len(args) == 1:
+            grown = container.with_child(_next_position(container), args[0])
+        elif method == "extend" and len(args) == 1 and _spread_value(args[0]) is not None:
+            grown = container
+            for layer in _spread_value(args[0]):
+                grown = grown.with_child(_next_position(grown), layer)
+        elif method == "update" and len(args) == 1 and _named_layers(args[0]) is not None:
+            grown = container
+            for name, layer in _named_layers(args[0]):
+                grown = grown.with_child(name, layer)
+        elif method == "clear" and not args:
+            grown = _with_layers(container, ())
+        if path is not None:
+            st.env[path] = grown if grown is not None else _with_layers(container, None)
+        return Const(None)
+
+    def user_module_call(self, st: State, node: cst.Call, module: Instance, args: list) -> Value:
+        """Calling an ``nn.Module`` defined in the file runs its ``forward`` (or, for a
+        subclass of ``nn.Sequential`` without one, the layers it was built with)."""
+        forward = module.info.methods.get("forward")
+        if forward is not None:
+            result = self.engine.calls.call_method(st, node, module, forward, args)
+            if result is not None:
+                return result
+        elif isinstance(module.container, ModuleObj) and module.container.kind == "Sequential":
+            return self.module_call(st, node, module.container, args)
+        return self.opaque_module_call(st, node, module, args)
+
+    def opaque_module_call(self, st: State, node: cst.Call, module: Instance,
+                           args: list) -> Value:
+        """A module whose forward was not followed: the output requires grad when its
+        parameters do, and its graph saved some of them when the input requires grad or
+        two layers are chained."""
+        layers = [value for value in module.attributes().values()
+                  if isinstance(value, TensorRef) or (
+                      isinstance(value, ModuleObj) and (parameters_of(value)
+                                                        or value.children))]
+        if not layers:
+            return self.tensors.new_tensor(st, id(node), UNKNOWN_TENSOR)
+        extra = frozenset()
+        value = args[0] if args else UNKNOWN
+        if st.grad is Tri.YES and (
+                self.tensors.requires_grad_of(st, value) is Tri.YES or len(layers) > 1):
+            self.saved.note_owner(module)
+            record = SaveRecord((id(node), PARAMS), (module.obj, PARAMS),
+                                f"{module.info.name}.forward", node,
+                                f"the parameters of `{source_text(node.func)}`")
+            self.saved.add_saves(st, [record])
+            extra = frozenset((record,))
+        frozen = st.heap.get((module.obj, "*frozen"))
+        parameters = Const(None) if frozen is not None and frozen.requires_grad is Tri.NO \
+            else TensorRef((module.obj, PARAMS))
+        if parameters != Const(None) and (module.obj, PARAMS) not in st.heap:
+            st.heap[(module.obj, PARAMS)] = self.parameter_facts(st, module, node, "a parameter")
+        output = self.tensors.op_result(st, node, [*args, parameters],
+                                        f"{module.info.name}.forward",
+                                extra_saves=extra)
+        if module.info.forward_arity > 1:  # forward returns a tuple: each output has the graph
+            return Seq((output,) * module.info.forward_arity)
+        return output
+
+    def register(self, st: State, node: cst.Call, method: str, args: list) -> Value:
+        """``self.register_parameter("w", nn.Parameter(...))``, ``self.register_buffer(
+        "running", torch.zeros(3))``, ``self.add_module("fc", layer)``: the attribute of
+        that name is the value from now on (``register_parameter("b", None)``: None)."""
+        receiver = dotted(node.func.value) if isinstance(node.func, cst.Attribute) else None
+        key = self.expressions.argument(node, args, "name", 0)
+        value = self.expressions.argument(node, args, REGISTRARS[method], 1)
+        if receiver is not None and isinstance(key, Const) and isinstance(key.value, str) \
+                and value is not None:
+            path = f"{receiver}.{key.value}"
+            st.bind(path, value)
+            if isinstance(value, TensorRef):
+                self.engine.labels.setdefault(value.obj, path)
+        return Const(None)
+
+    def build_module(self, node, kind, args) -> Value:
+        inplace = Tri.NO
+        if kind in TORCH.inplace_modules:
+            flag = self.expressions.argument(node, args, "inplace",
+                                             TORCH.inplace_positions.get(f"nn.{kind}"))
+            inplace = Tri.NO if flag is None else tri_of(flag)
+        parameters, unsure = self._layer_parameters(node, kind, args)
+        module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
+                           parameters=parameters, unsure=unsure, origin=node)
+        if kind in CONTAINERS:
+            return _with_layers(module, _container_layers(kind, node, args))
+        return module
+
+    def _layer_parameters(self, node: cst.Call, kind: str, args: list) -> tuple:
+        """A torch layer's parameters as its flags decide (``bias=False``,
+        ``nn.InstanceNorm2d(3, affine=True)``): the names it has, and those of them that a
+        flag of unknown value leaves unsure. A parameter exists when every flag that
+        controls it is on."""
+        flags = TORCH.module_flags.get(kind, {})
+        switches = {flag: self._flag(node, args, flag, fact) for flag, fact in flags.items()}
+        present, unsure = [], set()
+        for name in sorted(set(TORCH.module_parameters.get(kind, ())) | _flag_parameters(kind)):
+            states = {switches[flag] for flag, fact in flags.items() if name in fact["controls"]}
+            if Tri.NO in states:
+                continue
+            if Tri.MAYBE in states:
+                unsure.add(name)
+            present.append(name)
+        return tuple(present), frozenset(unsure)
+
+    def _flag(self, node: cst.Call, args: list, flag: str, fact: dict) -> Tri:
+        """A layer flag's value: as passed, else its default; unknown when it may hide in
+        ``*args`` or ``**kwargs``."""
+        value = self.expressions.argument(node, args, flag, fact["position"])
+        if value is not None:
+            return tri_of(value)
+        if any(arg.star == "**" or (arg.star == "*" and fact["position"] is not None)
+               for arg in node.args):
+            return Tri.MAYBE
+        return Tri.of(fact["default"])
+
+    def module_call(self, st: State, node: cst.Call, module: ModuleObj, args: list,
+                    input_text: Optional[str] = None, within: str = "",
+                    site: Optional[Hashable] = None) -> Value:
+        """Calling a torch layer (each layer of an ``nn.Sequential`` in turn)."""
+        value = args[0] if args else UNKNOWN
+        if input_text is None:
+            input_text = source_text(node.args[0].value) if node.args else "the input"
+        if module.kind == "Sequential":
+            for position, child in enumerate(module.children):
+                if isinstance(child, Instance) and child.info.is_module:
+                    value = self.user_module_call(st, node, child, [value])
+                    continue
+                if not isinstance(child, ModuleObj):
+                    return UNKNOWN
+                previous = module.children[position - 1] if position else None
+                text = input_text if previous is None else \
+                    f"the output of nn.{previous.kind}" if isinstance(previous, ModuleObj) \
+                    else f"the output of `{previous.info.name}`"
+                name = module.names[position] if len(module.names) == len(module.children) \
+                    else None
+                layer = f"`{name}`" if name is not None and not name.isdigit() else position
+                value = self.module_call(st, node, child, [value], text,
+                                         f" (layer {layer} of the `nn.Sequential`)",
+                                         site=(id(node), position))
+            return value
+        if module.inplace is Tri.YES:
+            self.tensors.emit_inplace(st, node, value, input_text,
+                              f"`nn.{module.kind}(inplace=True)`{within}",
+                              method=f"nn.{module.kind}", site=site)
+            return value
+        operands = {"input": (value, input_text)}
+        inputs = [value]
+        for name in parameters_of(module):
+            parameter = self.module_attribute(st, module, name, None)
+            label = self.engine.labels.get(module.obj, 'the layer')
+            operands[name] = (parameter, f"{label}.{name}")
+            inputs.append(parameter)
+        entry = TORCH.saved_ops.get(f"nn.{module.kind}", {})
+        if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
+            return self.tensors.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
+                                   entry.get("saved_outputs") or [], site)
+        return self.tensors.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
+
+
+# Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
+TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
+
+
+def parameters_of(module: ModuleObj) -> tuple:
+    """The names of a torch layer's own parameters (unsure ones included)."""
+    if module.parameters is not None:
+        return module.parameters
+    return tuple(TORCH.module_parameters.get(module.kind, ()))
+
+
+def _flag_parameters(kind: str) -> frozenset:
+    """The parameters of a layer that one of its flags can turn on or off."""
+    return frozenset(name for fact in TORCH.module_flags.get(kind, {}).values()
+                     for name in fact["controls"])
+
+

@@ -1,0 +1,242 @@
+"""Simple statements: assignments and their targets, augmented assignments, ``del``,
+``return``, ``raise``, ``break`` and ``continue``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.engine.common import dotted, source_text, tri_of
+from gradguard.engine.containers import CONTAINERS, set_child, stored_item
+from gradguard.engine.room import Room
+from gradguard.events import InplaceWrite
+from gradguard.state import State
+from gradguard.values import (
+    NUMBER,
+    UNKNOWN,
+    Const,
+    IterableOf,
+    KeyedItems,
+    ModuleObj,
+    Seq,
+    TensorRef,
+    Value,
+)
+from gradguard.walk import child_nodes
+
+
+class Statements(Room):
+    """Simple statements: assignments and their targets, augmented assignments, ``del``,
+    ``return``, ``raise``, ``break`` and ``continue``."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._small = {
+            cst.Expr: self._expression_statement,
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._ann_assign,
+            cst.AugAssign: self._aug_assign,
+            cst.Import: self.imports.import_,
+            cst.ImportFrom: self.imports.import_from,
+            cst.Return: self._return,
+            cst.Raise: self._raise,
+            cst.Break: self._break,
+            cst.Continue: self._continue,
+            cst.Del: self._del,
+        }
+
+    def simple_line(self, line: cst.SimpleStatementLine, st: State) -> Optional[State]:
+        return self.small_statements(line.body, st)
+
+    def small_statements(self, statements, st: Optional[State]) -> Optional[State]:
+        for statement in statements:
+            if st is None:
+                return None
+            self.engine.steps_left -= 1
+            handler = self._small.get(type(statement))
+            if handler is not None:
+                st = handler(statement, st)
+            else:  # assert, global, nonlocal, pass, type alias
+                for child in child_nodes(statement):
+                    if isinstance(child, cst.BaseExpression):
+                        self.expressions.evaluate(child, st)
+        return st
+
+    def _expression_statement(self, node: cst.Expr, st: State) -> State:
+        self.expressions.evaluate(node.value, st)
+        return st
+
+    def _assign(self, node: cst.Assign, st: State) -> State:
+        value = self.expressions.evaluate(node.value, st)
+        for target in node.targets:
+            self.bind_target(target.target, value, st, node)
+        return st
+
+    def _ann_assign(self, node: cst.AnnAssign, st: State) -> State:
+        if node.value is not None:
+            self.bind_target(node.target, self.expressions.evaluate(node.value, st), st, node)
+        return st
+
+    def bind_target(self, target: cst.BaseExpression, value: Value, st: State,
+                    node: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            st.bind(target.value, value)
+            if isinstance(value, TensorRef):
+                self.engine.labels.setdefault(value.obj, target.value)
+        elif isinstance(target, cst.Attribute):
+            self._bind_attribute(target, value, st, node)
+        elif isinstance(target, cst.Subscript):
+            base = self.expressions.evaluate(target.value, st)
+            if isinstance(base, TensorRef):
+                kind = self.expressions.index_kind(target, st)
+                self.tensors.emit_inplace(st, node, base, target.value, "item assignment",
+                                          index=kind,
+                                  operands=[value])
+            else:
+                self._store_item(target, base, value, st)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
+                else (value.element,) * len(elements) if isinstance(value, IterableOf) else None
+            for position, element in enumerate(elements):
+                item = items[position] if items is not None else UNKNOWN
+                if isinstance(element, cst.StarredElement):
+                    item = UNKNOWN
+                self.bind_target(element.value, item, st, node)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, UNKNOWN, st, node)
+
+    def _bind_attribute(self, target: cst.Attribute, value: Value, st: State,
+                        node: cst.CSTNode) -> None:
+        owner = self.expressions.evaluate(target.value, st)
+        attr = target.attr.value
+        if isinstance(owner, TensorRef):
+            if attr == "requires_grad":
+                self.tensors.set_requires_grad(st, owner, tri_of(value), node,
+                                               "`requires_grad = True`")
+            elif attr == "data" and "inplace_write" in self.engine.handlers:
+                # the .data view
+                written = self.expressions.attribute_of(st, owner, "data", target, None)
+                self.engine.dispatch("inplace_write", InplaceWrite(
+                    node=node, target_text=source_text(target.value),
+                    target=self.tensors.facts(st, written),
+                    root=self.tensors.facts(st, owner), root_text=source_text(target.value),
+                    operation="assignment to `.data`", grad_enabled=st.grad, through_data=True,
+                    data_assignment=True))
+            return  # ``.grad = ...``: nothing to track
+        path = dotted(target)
+        if path is None:
+            return
+        if isinstance(owner, ModuleObj) and attr == "inplace":
+            self._rebind_layer(target.value, replace(owner, inplace=tri_of(value)), st)
+            return
+        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
+            # block.act = nn.ReLU(): the container runs the new layer in the old one's place
+            self._rebind_layer(target.value, set_child(owner, attr, value), st)
+        st.bind(path, value)
+        if isinstance(value, TensorRef):
+            self.engine.labels.setdefault(value.obj, path)
+
+    def _rebind_layer(self, expression: cst.BaseExpression, layer: ModuleObj, st: State) -> None:
+        """A layer changed (``block.act.inplace = False``): the path it was reached by holds
+        the new one, and so does the container it was reached through (``block``)."""
+        path = dotted(expression)
+        if path is None:
+            return
+        st.bind(path, layer)
+        if isinstance(expression, cst.Attribute):
+            owner = self.expressions.evaluate(expression.value, st)
+            if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
+                self._rebind_layer(expression.value,
+                                   set_child(owner, expression.attr.value, layer), st)
+
+    def _store_item(self, target: cst.Subscript, container: Value, value: Value,
+                    st: State) -> None:
+        """``heads["a"] = layer``, ``layers["fc"] = nn.Linear(...)``, ``layers[0] = ...``:
+        a mapping, list or container of layers bound to a path holds that item now."""
+        if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            key = self.expressions.evaluate(target.slice[0].slice.value, st)
+        else:
+            self.expressions.index_kind(target, st)  # a slice: evaluated for its effects
+            key = UNKNOWN
+        path = dotted(target.value)
+        if path is not None and isinstance(container, (KeyedItems, ModuleObj, Seq)):
+            st.bind(path, stored_item(container, key, value))
+
+    def _aug_assign(self, node: cst.AugAssign, st: State) -> State:
+        operator = AUGMENTED_OPERATORS.get(type(node.operator))
+        current = self.expressions.evaluate(node.target, st)
+        operand = self.expressions.evaluate(node.value, st)
+        if isinstance(current, TensorRef) and operator is not None:
+            self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
+                              operands=[operand])
+            return st  # the same object, changed in place
+        if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
+            result = self.tensors.op_result(st, node, (current, operand), "matmul", {
+                "0": (current, source_text(node.target)), "1": (operand, source_text(node.value))})
+        elif current is NUMBER or isinstance(current, Const):
+            result = NUMBER if operand is NUMBER or isinstance(operand, Const) else UNKNOWN
+        else:
+            result = UNKNOWN
+        if isinstance(node.target, (cst.Name, cst.Attribute)):
+            self.bind_target(node.target, result, st, node)
+        return st
+
+    def _del(self, node: cst.Del, st: State) -> State:
+        targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
+        for target in targets:
+            target = getattr(target, "value", target) if isinstance(target, cst.Element) else target
+            path = dotted(target)
+            if path is not None:
+                st.forget(path)
+            elif isinstance(target, cst.Subscript) and dotted(target.value) is not None:
+                # del heads["a"]: which items are left is not followed
+                container = self.expressions.evaluate(target.value, st)
+                if isinstance(container, (KeyedItems, ModuleObj, Seq)):
+                    st.bind(dotted(target.value), stored_item(container, UNKNOWN, UNKNOWN))
+        return st
+
+    def _return(self, node: cst.Return, st: State) -> None:
+        value = self.expressions.evaluate(node.value, st) if node.value is not None else Const(None)
+        if self.engine.returns:
+            self.engine.returns[-1].append((st, value))  # the caller goes on with it
+        else:
+            if node.value is not None:
+                self.saved.escape(st, node, value)
+            self.escape_stored(st)
+        return None
+
+    def escape_stored(self, st: State) -> None:
+        """A method's end: tensors it stored on its object outlive the call."""
+        if self.engine.method is None:
+            return
+        owner, definition = self.engine.method
+        for path, value in st.env.items():
+            if path.startswith(owner + ".") and isinstance(value, TensorRef):
+                self.saved.escape(st, definition, value, how=path)
+
+    def _raise(self, node: cst.Raise, st: State) -> None:
+        if node.exc is not None:
+            self.expressions.evaluate(node.exc, st)
+        return None
+
+    def _break(self, node, st: State) -> None:
+        if self.engine.loops:
+            self.engine.loops[-1].breaks.append(st)
+        return None
+
+    def _continue(self, node, st: State) -> None:
+        if self.engine.loops:
+            self.engine.loops[-1].continues.append(st)
+        return None
+
+
+AUGMENTED_OPERATORS = {
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=", cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=",
+    cst.PowerAssign: "**=", cst.BitAndAssign: "&=", cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
+}  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
+

@@ -1,0 +1,378 @@
+"""Tensor objects and their facts: allocation, ops that record a graph, views, in-place writes,
+tensor methods."""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Optional
+
+import libcst as cst
+
+from gradguard.engine.common import PARAMS, _retains, source_text, tri_of
+from gradguard.engine.room import Room
+from gradguard.events import (
+    AliasWriteRead,
+    DetachInplace,
+    IndexKind,
+    InplaceWrite,
+    NonLeafGradRead,
+    SaveRecord,
+)
+from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    NUMBER,
+    UNKNOWN,
+    ClassVal,
+    Const,
+    FunctionVal,
+    GradMode,
+    IterableOf,
+    Seq,
+    TensorRef,
+    Value,
+)
+
+
+class Tensors(Room):
+    """Tensor objects and their facts: allocation, ops that record a graph, views, in-place
+    writes, tensor methods."""
+
+    def facts(self, st: State, value: Value) -> TensorFacts:
+        if isinstance(value, TensorRef):
+            return st.heap.get(value.obj, UNKNOWN_TENSOR)
+        return UNKNOWN_TENSOR
+
+    def allocate(self, st: State, site: Hashable) -> Hashable:
+        """The object a site makes now: the site, within the current allocation context
+        (an unrolled iteration). A site that made a tensor before makes a new one: what
+        graphs saved of the old one no write to the new one can change."""
+        obj = self.contextual(site)
+        if st.saves and obj in st.heap:
+            self.saved.retire_storage(st, obj)
+        return obj
+
+    def contextual(self, site: Hashable) -> Hashable:
+        """The object a site stands for in the current allocation context."""
+        context = self.engine.allocation_context
+        return (ALLOCATED_IN, context, site) if context else site
+
+    def new_tensor(self, st: State, site: Hashable, facts: TensorFacts) -> TensorRef:
+        obj = self.allocate(st, site)
+        st.heap[obj] = facts
+        return TensorRef(obj)
+
+    def requires_grad_of(self, st: State, value: Value) -> Tri:
+        if isinstance(value, TensorRef):
+            return self.facts(st, value).requires_grad
+        if isinstance(value, (Const, ClassVal, FunctionVal, GradMode)) or value is NUMBER:
+            return Tri.NO
+        if isinstance(value, Seq):
+            result = Tri.NO
+            for item in value.items:
+                result = result | self.requires_grad_of(st, item)
+            return result
+        if isinstance(value, IterableOf):
+            return self.requires_grad_of(st, value.element)
+        return Tri.MAYBE
+
+    def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
+                  producer: str, operands: Optional[dict] = None,
+                  extra_saves: frozenset = frozenset(),
+                  site: Optional[Hashable] = None) -> TensorRef:
+        """A fresh tensor computed from ``inputs`` (requires grad if any input does).
+
+        Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
+        ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
+        self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
+        requires_grad, saves, why, dropped = Tri.NO, frozenset(), None, frozenset()
+        for value in inputs:
+            requires_grad = requires_grad | self.requires_grad_of(st, value)
+            saves |= self.saves_of(st, value)
+            if isinstance(value, TensorRef):
+                facts = self.facts(st, value)
+                why = why or facts.why_no_grad
+                dropped |= facts.dropped_terms
+                if producer not in SNAPSHOTS and self.cut_parameter(st, value):
+                    dropped |= {(node, "term")}
+        if st.grad is Tri.NO and requires_grad is not Tri.NO:
+            why = Origin(node, "computed with grad disabled")
+        requires_grad = requires_grad & st.grad
+        result = self.new_tensor(st, site or id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer,
+            why_no_grad=why if requires_grad is Tri.NO else None,
+            dropped_terms=dropped))
+        if requires_grad is Tri.NO:
+            return result
+        if operands is not None:
+            table_name = producer[6:] if producer.startswith("torch.") else producer
+            saves |= self.saved.record_saves(st, node, table_name, operands, result, producer, site)
+        st.heap[result.obj] = st.heap[result.obj].evolve(saves=saves | extra_saves)
+        return result
+
+    def saves_of(self, st: State, value: Value) -> frozenset:
+        """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
+        if isinstance(value, TensorRef):
+            return self.facts(st, value).saves
+        if isinstance(value, Seq):
+            return frozenset().union(*(self.saves_of(st, item) for item in value.items))
+        if isinstance(value, IterableOf):
+            return self.saves_of(st, value.element)
+        return frozenset()
+
+    def outputs_of(self, st: State, node: cst.Call, op: str, inputs: list, operands: dict,
+                   saved_outputs: list, site: Optional[Hashable] = None) -> Value:
+        """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
+        graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
+        output = self.op_result(st, node, inputs, op, operands, site=site)
+        facts = self.facts(st, output)
+        if 0 in saved_outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
+            record = SaveRecord((site or id(node), "output 0"), output.obj, op, node, "")
+            self.saved.add_saves(st, [record])
+            st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+        return Seq((output, UNKNOWN))
+
+    def view_of(self, st: State, node: Hashable, base: TensorRef, producer: str,
+                multi_view: bool = False) -> TensorRef:
+        base_facts = self.facts(st, base)
+        requires_grad = base_facts.requires_grad & st.grad
+        return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
+            created_with_grad=st.grad, producer=producer, saves=base_facts.saves,
+            multi_view=multi_view, function_view=base_facts.function_view))
+
+    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: str) -> Value:
+        """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
+        if not isinstance(base, TensorRef):
+            return UNKNOWN
+        return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
+
+    def cut_parameter(self, st: State, value: TensorRef) -> bool:
+        """A parameter read through ``.data`` or ``.detach()``. (An activation read so is
+        usually a deliberate stop-gradient: a target, SimSiam's ``z.detach()``.)"""
+        facts = self.facts(st, value)
+        if not (facts.untracked or facts.producer == "detach") or facts.base is None:
+            return False
+        base = st.heap.get(facts.base)
+        return base is not None and base.is_grad_leaf
+
+    def detached_original(self, st: State, obj: Hashable) -> Optional[Hashable]:
+        """For a tensor reached through ``.detach()``, the tensor it was detached from."""
+        seen = set()
+        while obj not in seen:
+            seen.add(obj)
+            facts = st.heap.get(obj)
+            if facts is None or facts.base is None or facts.untracked:
+                return None
+            if facts.producer == "detach":
+                return facts.base
+            obj = facts.base
+        return None
+
+    def read_tensor(self, st: State, node: cst.CSTNode, value: Value) -> Value:
+        """A name or attribute read: the original of a written ``.detach()`` alias?"""
+        if st.alias_writes and isinstance(value, TensorRef):
+            hits = [write for write in st.alias_writes if write[0] == value.obj]
+            if hits:
+                st.alias_writes = st.alias_writes - set(hits)
+                for _, write_node, alias_text, operation in hits:
+                    self.engine.dispatch("alias_write_read", AliasWriteRead(
+                        write_node, alias_text, operation, source_text(node), node))
+        return value
+
+    def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
+        """The object owning the storage that ``obj`` views, or None if it owns it."""
+        root, seen = None, set()
+        facts = st.heap.get(obj)
+        while facts is not None and facts.base is not None and facts.base not in seen:
+            seen.add(facts.base)
+            root = facts.base
+            facts = st.heap.get(root)
+        return root
+
+    def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
+                     target_node: cst.CSTNode | str, operation: str,
+                     index: Optional[IndexKind] = None, method: Optional[str] = None,
+                     site: Optional[Hashable] = None, operands: Iterable[Value] = ()) -> None:
+        """A write into ``target``'s storage: tell the rules, and note which saved
+        tensors it changed. ``operands`` are the values written in (``y`` in ``x += y``,
+        ``x.copy_(y)``, ``x[i] = y``): when one requires grad, so does ``x`` afterwards."""
+        if not isinstance(target, TensorRef):
+            return
+        facts = self.facts(st, target)
+        root = self.root_of(st, target.obj)
+        root_facts = st.heap.get(root) if root is not None else None
+        text = target_node if isinstance(target_node, str) else source_text(target_node)
+        counter = self.saved.counter_of(st, target.obj)
+        memory = root if root is not None else target.obj
+        through_data = counter != memory  # the chain passes through .data
+        hits_saved = through_data and any(self.saved.covers(memory, s.storage) for s in st.saves)
+        if "inplace_write" in self.engine.handlers:
+            self.engine.dispatch("inplace_write", InplaceWrite(
+                node=node, target_text=text, target=facts, root=root_facts,
+                root_text=self.engine.labels.get(root) if root is not None else None,
+                operation=operation, grad_enabled=st.grad, index=index,
+                through_data=through_data, hits_saved=hits_saved, via=self.engine.calls.via))
+        if st.grad is Tri.YES and (facts.is_grad_leaf or (
+                root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
+            return  # torch raises right here (GG101/GG102): nothing after it runs
+        if (facts.multi_view or facts.function_view) and st.grad is Tri.YES \
+                and facts.requires_grad is Tri.YES:
+            return  # GG203, GG205: torch raises right here
+        counter_facts = st.heap.get(counter)
+        parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
+            or (isinstance(counter, tuple) and counter[-1] == PARAMS)
+        live_before = st.mutations
+        self.saved.write_to_saved(st, node, counter, text, operation, parameter, target.obj)
+        if through_data:  # moves only .data's own counter: the saved copy is silently changed
+            self.saved.write_to_saved(st, node, memory, text, operation, parameter, target.obj,
+                                silent=True)
+        original = self.detached_original(st, target.obj)
+        if original is not None and st.mutations == live_before:
+            st.alias_writes = st.alias_writes | {(original, node, text, operation)}
+        if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
+                and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
+            record = SaveRecord((site or id(node), "result"), counter, method, node, text)
+            self.saved.add_saves(st, [record])
+            st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
+        if operands:
+            self.absorb_operands(st, [target.obj] + ([root] if root is not None else []),
+                                 operands)
+
+    def absorb_operands(self, st: State, written: list, operands: Iterable[Value]) -> None:
+        """An in-place op whose operand requires grad (``total += loss``, ``x.copy_(y)``,
+        ``emb[mask] = proj(h)``) puts the written tensor, and the base it views, into the
+        operand's graph: it requires grad and is no longer a leaf."""
+        gained, saves = Tri.NO, frozenset()
+        for value in operands:
+            gained = gained | self.requires_grad_of(st, value)
+            saves |= self.saves_of(st, value)
+        gained = gained & st.grad
+        if gained is Tri.NO:
+            return
+        for obj in written:
+            facts = st.heap.get(obj)
+            if facts is None or facts.untracked:
+                continue
+            requires_grad = facts.requires_grad | gained
+            st.heap[obj] = facts.evolve(
+                requires_grad=requires_grad,
+                is_leaf=Tri.NO if requires_grad is Tri.YES else facts.is_leaf.join(Tri.NO),
+                why_no_grad=None,
+                saves=facts.saves | saves if gained is Tri.YES else facts.saves)
+
+    def tensor_attribute(self, st: State, base: TensorRef, attr: str,
+                          node: cst.CSTNode) -> Value:
+        if attr == "data":
+            return self.new_tensor(st, (id(node), "data"), TensorFacts(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
+                created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`")))
+        if attr in TORCH.view_attributes:
+            return self.view_of(st, node, base, attr)
+        if attr == "grad":
+            facts = self.facts(st, base)
+            if facts.is_leaf is Tri.NO and facts.requires_grad is Tri.YES \
+                    and not facts.retains_grad:
+                self.engine.dispatch("non_leaf_grad_read", NonLeafGradRead(
+                    node, source_text(node.value) if isinstance(node, cst.Attribute) else "?",
+                    facts))
+            obj = (base.obj, "grad")
+            if obj not in st.heap:
+                st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
+            return TensorRef(obj)
+        if attr in ("ndim",):
+            return NUMBER
+        return UNKNOWN
+
+    def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
+                      args: list) -> Value:
+        receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
+        if name == "requires_grad_":
+            flag = self.expressions.argument(node, args, "requires_grad", 0)
+            self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
+                                   "`requires_grad_()`")
+            return tensor
+        if name == "detach_":
+            facts = self.facts(st, tensor)
+            text = source_text(receiver_node)
+            self.engine.dispatch("detach_inplace", DetachInplace(
+                node, text, is_view=facts.base is not None and not facts.untracked))
+            # An op that saved it as an input cannot use it any more (GG306 at backward)...
+            self.saved.write_to_saved(st, node, self.saved.counter_of(st, tensor.obj), text,
+                                "`detach_()`", False, tensor.obj, detach=True)
+            # ...and every later use is cut from the graph it had, if that was still live.
+            cut = frozenset({(node, "detach_")}) if facts.is_leaf is Tri.NO \
+                and facts.saves & st.saves else frozenset()
+            st.heap[tensor.obj] = facts.evolve(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None,
+                why_no_grad=Origin(node, "detached by `detach_()`"),
+                dropped_terms=facts.dropped_terms | cut)
+            return tensor
+        if name == "retain_grad":
+            st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
+            return Const(None)
+        if name in TORCH.inplace_methods:
+            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
+                              operands=args)
+            return tensor
+        if name == "backward":
+            # Tensor.backward(gradient, retain_graph, create_graph)
+            retain = self.expressions.argument(node, args, "retain_graph", 1)
+            create = self.expressions.argument(node, args, "create_graph", 2)
+            self.saved.run_backward(st, node, [tensor], _retains(retain, create),
+                              source_text(receiver_node))
+            return Const(None)
+        if name == "detach":
+            return self.new_tensor(st, id(node), TensorFacts(
+                requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
+                created_with_grad=st.grad, producer="detach",
+                why_no_grad=Origin(node, "cut from the graph by `.detach()`")))
+        if name in TORCH.view_methods:
+            return self.view_of(st, node, tensor, name)
+        if name in TORCH.multi_view_methods:
+            return self.multi_views(st, node, tensor, name)
+        if name in NUMBER_METHODS:
+            return NUMBER if name != "size" or args else UNKNOWN
+        if name in TORCH.non_tensor_methods or name in ("backward", "register_hook",
+                                                        "retain_grad", "tolist", "numpy"):
+            return UNKNOWN
+        if name in TORCH.maybe_view_methods:
+            # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
+            facts = self.facts(st, tensor)
+            return self.new_tensor(st, id(node), TensorFacts(
+                requires_grad=facts.requires_grad & st.grad, producer=name))
+        if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
+            return self.torch.factory(st, node, args, f"`{name}`")
+        if name in TORCH.torch_functions or name == "clone":
+            operands = self.expressions.positional_operands(
+                node, args, (tensor, source_text(receiver_node)))
+            return self.op_result(st, node, [tensor, *args], name, operands)
+        return UNKNOWN
+
+    def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
+                          how: str) -> None:
+        facts = self.facts(st, tensor)
+        if facts.is_leaf is Tri.NO:
+            return  # torch raises for non-leaves; not this engine's business
+        if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
+            owner = tensor.obj[0]
+            owned = self.saved.owned.get(owner, frozenset((owner,)))
+            self.modules.set_parameters_requires_grad(st, owned, flag)
+        cut_off = flag is Tri.YES and facts.why_no_grad is not None and (
+            facts.producer is not None or facts.untracked)  # computed, then cut from its graph
+        st.heap[tensor.obj] = facts.evolve(
+            requires_grad=flag,
+            grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
+            rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
+            dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
+
+
+ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context
+
+# Tensor methods that return a Python number.
+NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
+                            "stride", "storage_offset", "ndimension", "get_device"})
+
+# Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
+SNAPSHOTS = frozenset({"clone", "copy", "contiguous"})
+

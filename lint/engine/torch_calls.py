@@ -1,0 +1,204 @@
+"""Calls of torch's functions: ``torch.*``, ``torch.nn.functional``, factories, grad-mode
+contexts."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gradguard.engine.common import _retains, source_text, tri_of
+from gradguard.engine.room import Room
+from gradguard.events import (
+    LegacyVariable,
+    SaveRecord,
+)
+from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.knowledge import TORCH
+from gradguard.state import State
+from gradguard.values import (
+    UNKNOWN,
+    AllowMutation,
+    Distribution,
+    FunctionVal,
+    GradMode,
+    Instance,
+    ModuleObj,
+    Optimizer,
+    ParamGroup,
+    Seq,
+    TensorRef,
+    Value,
+)
+
+
+class TorchCalls(Room):
+    """Calls of torch's functions: ``torch.*``, ``torch.nn.functional``, factories, grad-mode
+    contexts."""
+
+    def factory(self, st: State, node: cst.Call, args: list, how: str) -> TensorRef:
+        flag = self.expressions.argument(node, args, "requires_grad")
+        requires_grad = Tri.NO if flag is None else tri_of(flag)
+        rewrapped = None
+        if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
+                and _cut_from_graph(node.args[0].value, args[0], self.tensors.facts(st, args[0])):
+            rewrapped = Origin(node, how)
+        return self.tensors.new_tensor(st, id(node), TensorFacts(
+            requires_grad=requires_grad, is_leaf=Tri.YES,
+            grad_origin=Origin(node, f"{how} with requires_grad=True")
+            if requires_grad is Tri.YES else None,
+            why_no_grad=Origin(node, f"created by {how} without requires_grad=True")
+            if requires_grad is Tri.NO else None,
+            rewrapped=rewrapped))
+
+    def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
+        namespace, _, name = qualname.rpartition(".")
+        arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
+            return self._torch_function(st, node, name, args, arg0)
+        if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
+            if isinstance(arg0, TensorRef):
+                return self.tensors.tensor_method(st, node, arg0, name, args[1:])
+            return UNKNOWN
+        if name == "Parameter" and namespace.startswith("torch.nn"):
+            flag = self.expressions.argument(node, args, "requires_grad", position=1)
+            requires_grad = Tri.YES if flag is None else tri_of(flag)
+            return self.tensors.new_tensor(st, id(node), TensorFacts(
+                requires_grad=requires_grad, is_leaf=Tri.YES,
+                grad_origin=Origin(node, "`nn.Parameter`")))
+        if namespace == "torch.nn.functional":
+            return self._functional(st, node, name, args, arg0)
+        if namespace == "torch.autograd" and name in ("backward", "grad"):
+            retain = self.expressions.argument(node, args, "retain_graph")
+            create = self.expressions.argument(node, args, "create_graph")
+            roots = arg0.items if isinstance(arg0, Seq) else [arg0]
+            self.saved.run_backward(st, node, roots, _retains(retain, create),
+                              source_text(node.args[0].value) if node.args else "the tensor")
+            return UNKNOWN
+        if qualname == "torch.autograd.graph.allow_mutation_on_saved_tensors":
+            return AllowMutation()
+        if namespace.startswith("torch.optim") and name[:1].isupper() \
+                and "lr_scheduler" not in namespace and args:
+            owners = frozenset()
+            for value in _parameter_sources(args[0]):
+                owner = self.saved.note_owner(value)
+                owners |= {owner} if owner is not None else self.saved.owners_of(value)
+            return Optimizer(owners) if owners else UNKNOWN
+        if namespace.startswith("torch.distributions") and name[:1].isupper():
+            return Distribution(tuple(args))
+        if namespace in ("torch.linalg", "torch.special", "torch.fft"):
+            return self._namespaced_op(st, node, f"{namespace[6:]}.{name}", args)
+        if namespace == "torch.nn.init":
+            return arg0  # runs under no_grad internally
+        if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
+            return self.modules.build_module(node, name, args)
+        if qualname in TORCH.grad_mode_contexts:
+            return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
+        return UNKNOWN
+
+    def _torch_function(self, st, node, name, args, arg0) -> Value:
+        context = TORCH.grad_mode_contexts.get(f"torch.{name}")
+        if context is not None:
+            return self._grad_mode(st, context, args, node)
+        if name == "Variable":
+            volatile = self.expressions.argument(node, args, "volatile") is not None
+            self.engine.dispatch("legacy_variable", LegacyVariable(node, volatile))
+            if self.expressions.argument(node, args, "requires_grad") is None:
+                return arg0 if isinstance(arg0, TensorRef) else UNKNOWN
+        if name in TORCH.factories or name == "Variable":
+            return self.factory(st, node, args, f"`torch.{name}`")
+        if name in TORCH.legacy_tensor_types:
+            return self.tensors.new_tensor(st, id(node),
+                                           TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
+        if name in TORCH.inplace_functions:
+            self.tensors.emit_inplace(st, node, arg0, node.args[0].value if node.args else node,
+                              f"`torch.{name}`", operands=args[1:])
+            return arg0
+        if name in TORCH.view_functions and isinstance(arg0, TensorRef):
+            return self.tensors.view_of(st, node, arg0, f"torch.{name}")
+        if name in TORCH.multi_view_functions:
+            return self.tensors.multi_views(st, node, arg0, f"torch.{name}")
+        if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
+            return arg0  # the compiled module shares the original's parameters
+        if name in TORCH.non_tensor_functions or name == "is_tensor":
+            return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
+        if name in TORCH.torch_functions and name[0].islower():
+            return self.tensors.op_result(st, node, args, f"torch.{name}",
+                                  self.expressions.positional_operands(node, args))
+        return UNKNOWN
+
+    def _namespaced_op(self, st: State, node: cst.Call, op: str, args: list) -> Value:
+        """``torch.linalg.eigh(a)`` and the like; multi-output ops return a tuple whose
+        saved outputs are recorded (``saved_outputs`` in the table)."""
+        entry = TORCH.saved_ops.get(op, {})
+        outputs = entry.get("saved_outputs")
+        if not outputs:
+            operands = self.expressions.positional_operands(node, args)
+            return self.tensors.op_result(st, node, args, op, operands)
+        items = []
+        for index in range(max(outputs) + 1):
+            output = self.tensors.op_result(st, (id(node), index), args, op)
+            facts = self.tensors.facts(st, output)
+            if index in outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
+                record = SaveRecord((id(node), f"output {index}"), output.obj, op, node,
+                                    f"output {index}")
+                self.saved.add_saves(st, [record])
+                st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+            items.append(output)
+        for item in items:  # the outputs share one graph: each needs all the saves
+            all_saves = frozenset().union(*(self.tensors.facts(st, i).saves for i in items))
+            st.heap[item.obj] = self.tensors.facts(st, item).evolve(saves=all_saves)
+        return Seq(tuple(items))
+
+    def _functional(self, st, node, name, args, arg0) -> Value:
+        if name in TORCH.functional_inplace_functions:
+            self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`",
+                              method=f"F.{name}")
+            return arg0
+        if name in TORCH.functional_inplace_params:
+            flag = self.expressions.argument(node, args, "inplace",
+                                             TORCH.inplace_positions.get(f"F.{name}"))
+            if flag is not None and tri_of(flag) is Tri.YES:
+                self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
+                                  f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
+                return arg0
+        if name in TORCH.functional_functions:
+            operands = self.expressions.positional_operands(node, args)
+            return self.tensors.op_result(st, node, args, f"F.{name}", operands)
+        return UNKNOWN
+
+    def _grad_mode(self, st: State, effect: str, args: list, node: cst.Call) -> Value:
+        if effect == "on":
+            return GradMode(Tri.YES)
+        if effect == "off":
+            if "inference_mode" in source_text(node.func) and args:
+                # inference_mode(False) leaves grad mode as it is
+                flag = tri_of(args[0])
+                return GradMode(Tri.NO if flag is Tri.YES else st.grad if flag is Tri.NO
+                                else Tri.MAYBE)
+            return GradMode(Tri.NO)
+        mode = tri_of(args[0]) if args else Tri.MAYBE
+        st.grad = mode  # set_grad_enabled(...) takes effect when called
+        return GradMode(mode)
+
+
+def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorFacts) -> bool:
+    """``torch.tensor(loss.item(), ...)``, ``torch.tensor(loss, ...)``: a value taken out of
+    a graph (a tensor, or a Python number read from one)."""
+    if isinstance(value, TensorRef):
+        return facts.producer is not None or facts.untracked
+    call = expression
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+            and call.func.value == "float" and call.args:
+        call = call.args[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value == "item"
+
+
+def _parameter_sources(value: Value) -> list:
+    """What an optimizer's first argument names: ``model.parameters()``, a list of
+    tensors or of them, ``[{"params": ...}, ...]`` param groups."""
+    if isinstance(value, Seq):
+        return [source for item in value.items for source in _parameter_sources(item)]
+    if isinstance(value, ParamGroup):
+        return _parameter_sources(value.params)
+    return [value]
+
