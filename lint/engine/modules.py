@@ -43,8 +43,8 @@ class Modules(Room):
                           path: Optional[str]) -> Value:
         if attr == "inplace":
             return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
-        if attr in module.unsure:
-            return UNKNOWN
+        # A parameter its flag may have turned off (``bias=qkv_bias``) is read as there:
+        # the code reading it runs only when it is (``None.data`` raises).
         if attr in parameters_of(module):
             obj = (module.obj, attr)
             if obj not in st.heap:
