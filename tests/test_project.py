@@ -83,6 +83,21 @@ def test_a_write_in_another_file_names_the_call_that_handed_the_tensor_over(tree
     assert "the call at line 6 of main.py handed it over" in finding.message
 
 
+def test_a_tensor_the_callee_made_itself_names_no_call(tree):
+    root = tree({"helpers.py": """\
+        import torch
+
+
+        def make():
+            w = torch.zeros(2, requires_grad=True)
+            w += 1
+            return w
+        """, "main.py": "import torch\nfrom helpers import make\n\nmake()\n"})
+    findings = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("helpers.py", 6, "GG101")]
+    assert "handed it over" not in findings[0].message
+
+
 def test_a_write_in_a_function_analysed_on_its_own_names_no_call(tree):
     root = tree({"models.py": MODELS + "\n\nw = torch.zeros(2, requires_grad=True)\nw += 1\n"})
     [finding] = check_source((root / "models.py").read_bytes(), str(root / "models.py"))

@@ -18,7 +18,7 @@ silence, never a guess.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
 
@@ -65,7 +65,8 @@ class UserCalls:
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.recordings: list[Recording] = []  # per run being summarised, innermost last
-        self.sites: list[cst.CSTNode] = []  # the calls being followed, innermost last
+        # Per run being summarised: its call, and its view of the caller's heap then.
+        self.entries: list[tuple[cst.CSTNode, HeapReads]] = []
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
     def entry_grad(self, definition: cst.FunctionDef) -> Tri:
@@ -153,11 +154,14 @@ class UserCalls:
         None if not followed."""
         return self._run(st, function, bindings, grad_mode, site)[0]
 
-    @property
-    def via(self) -> Optional[cst.CSTNode]:
-        """The outermost call being followed: where the analysed code handed its tensors
-        to the code writing them now (None outside followed calls)."""
-        return self.sites[0] if self.sites else None
+    def via(self, obj: Hashable) -> Optional[cst.CSTNode]:
+        """The call that handed the tensor ``obj`` over to the code writing it now: the
+        outermost call being followed whose caller already had it. None outside
+        followed calls, and for a tensor the followed code made itself."""
+        for site, caller_heap in self.entries:
+            if caller_heap.heap.get(obj) is not None:
+                return site
+        return None
 
     def _run(self, st: State, function: FunctionVal, bindings: dict, grad_mode: Optional[Tri],
              site: cst.CSTNode) -> tuple[Optional[Value], Optional[State]]:
@@ -181,7 +185,6 @@ class UserCalls:
                 self.entered.remove(module)
             self.entered.append(module)
         self.modules.append(module)
-        self.sites.append(site)
         try:
             summary = None if key is None else self.summaries.find(
                 key, st.heap, self.active, interpreter.steps_left, MAX_CALL_DEPTH)
@@ -190,10 +193,10 @@ class UserCalls:
                 for kind, event in summary.events:
                     interpreter.dispatch(kind, event)
             else:
-                summary = self._summarise(st, function, bindings, grad_mode, globals_, key)
+                summary = self._summarise(st, function, bindings, grad_mode, globals_, key,
+                                          site)
         finally:
             self.modules.pop()
-            self.sites.pop()
         if summary.result is None:
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
@@ -217,7 +220,8 @@ class UserCalls:
         return key if hashable(key) else None
 
     def _summarise(self, st: State, function: FunctionVal, bindings: dict,
-                   grad_mode: Optional[Tri], globals_: dict, key: Optional[tuple]) -> Summary:
+                   grad_mode: Optional[Tri], globals_: dict, key: Optional[tuple],
+                   site: cst.CSTNode) -> Summary:
         """Run the callee's body on a view of ``st`` and return what it did."""
         interpreter = self.interpreter
         definition = function.node
@@ -236,12 +240,14 @@ class UserCalls:
         steps_before = interpreter.steps_left
         self.active.append(definition)
         self.recordings.append(recording)
+        self.entries.append((site, reads))
         interpreter.returns.append([])
         try:
             end = interpreter.block(definition.body.body, inner)
         finally:
             self.active.pop()
             self.recordings.pop()
+            self.entries.pop()
             returns = interpreter.returns.pop()
         for outer in self.recordings:  # what it did, the calls that contain it did too
             outer.tried |= recording.tried

@@ -171,7 +171,7 @@ class SavedTensors(Room):
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
                          in_function=self.engine.custom_functions.current,
-                         via=self.engine.calls.via)
+                         via=self.engine.calls.via(written))
                 for save in hits)
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
