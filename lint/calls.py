@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gradguard.callers import grads_from_other_files
 from gradguard.facts import Tri
 from gradguard.expressions import _all_params
 from gradguard.state import Heap, State, join_all
@@ -57,8 +58,12 @@ class UserCalls:
         """Grad mode at the start of a function body analysed on its own: on, unless a
         call of it that was followed ran with grad off (``convert(model)`` under
         ``torch.no_grad()``). Then it is unknown: a call with grad on is followed, and
-        reported, where it is made."""
-        return Tri.MAYBE if Tri.NO in self.caller_grads.get(id(definition), ()) else Tri.YES
+        reported, where it is made. A module-level function's callers in the project's
+        other files count the same (``gradguard.callers``)."""
+        if Tri.NO in self.caller_grads.get(id(definition), ()):
+            return Tri.MAYBE
+        return Tri.MAYBE if Tri.NO in grads_from_other_files(self.interpreter, definition) \
+            else Tri.YES
 
     @property
     def current_module(self):
