@@ -46,7 +46,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from gradguard.expressions import NEUTRAL_DECORATORS
 from gradguard.facts import Tri
@@ -57,30 +57,41 @@ if TYPE_CHECKING:
 
     from gradguard.project import Project
 
-MAX_FILES = 4000  # Python files in a tree that is indexed; a bigger tree gives no callers
-MAX_DIRS = 4000  # directories walked; more, and the tree gives no callers
+MAX_FILES = 2000  # Python files in a tree that is indexed; a bigger tree gives no callers
+MAX_DIRS = 2000  # directories walked; more, and the tree gives no callers
+# What a file that calls with grad off must say (the names of torch's grad-off contexts).
+GRAD_OFF_WORDS = (b"no_grad", b"inference_mode", b"set_grad_enabled")
 SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
 
 # An import statement: ``import a.b as c, d`` or ``from .a import (b, c as d)``; its words.
 _IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]+(\([^)]*\)|[^\r\n]*)",
                      re.MULTILINE)
 _WORD = re.compile(rb"[A-Za-z_]\w*")
+_ATTRIBUTE = re.compile(rb"\.([A-Za-z_]\w*)")  # ``models.convert``: ".convert"
 
 
 @dataclass
 class _Tree:
-    """A project tree: its Python files and, per word of their import lines, the files."""
+    """A project tree: its Python files and, per word of their import lines (``convert``)
+    and per attribute name they use (``.convert``), the files."""
 
     files: list[str] = field(default_factory=list)
     words: dict[str, list[int]] = field(default_factory=dict)
+    # the files whose text names a way to turn grad off (only they can call with grad off)
+    grad_off: set[int] = field(default_factory=set)
+    # per file, its imports as read off its import lines (``_Table.imports``' form): a file
+    # none of whose imports resolves to the function's file is not parsed
+    imports: dict[int, dict] = field(default_factory=dict)
 
 
 @dataclass
 class _Table:
     """What one parsed file imports and calls."""
 
-    # (the name its code uses, module, level, the name imported or None for ``import m``)
-    imports: list[tuple[str, str, int, Optional[str]]]
+    # word -> the imports that name it, each (the name the code uses, module, level, the
+    # name imported or None for ``import m``); the word is the name imported, or the last
+    # part of the module imported (``import pkg.models``, ``from pkg.models import f``)
+    imports: dict[str, list[tuple[str, str, int, Optional[str]]]]
     calls: dict[str, set]  # dotted callee (``convert``, ``models.convert``) -> grad modes
 
 
@@ -97,31 +108,45 @@ class Callers:
     def grads(self, project: "Project", path: str, name: str) -> frozenset:
         """The grad modes (``Tri``) of the calls of the module-level function ``name`` of
         the file at ``path`` made in the project's other files; empty when none is known."""
+        return self._ask(project, path, name, off_only=False)
+
+    def called_without_grad(self, project: "Project", path: str, name: str) -> bool:
+        """Whether some call of ``name`` in another file is made with grad off: ``Tri.NO
+        in grads(...)``, cheaper (only the files that mention a way to turn grad off are
+        parsed)."""
+        return Tri.NO in self._ask(project, path, name, off_only=True)
+
+    def _ask(self, project: "Project", path: str, name: str, off_only: bool) -> frozenset:
         target = Path(path).resolve()
         roots = project.roots_of(str(target))
         if not roots:
             return frozenset()
         root = min(roots, key=lambda root: len(root.parts))  # the others lie under it
-        key = (root, target, name)
+        key = (root, target, name, off_only)
         if key not in self._answers:
-            self._answers[key] = self._grads(project, root, target, name)
+            self._answers[key] = self._grads(project, root, target, name, off_only)
         return self._answers[key]
 
-    def _grads(self, project: "Project", root: Path, target: Path, name: str) -> frozenset:
+    def _grads(self, project: "Project", root: Path, target: Path, name: str,
+               off_only: bool) -> frozenset:
         tree = self._tree(root)
         if tree is None:
             return frozenset()
         stem = target.parent.name if target.name == "__init__.py" else target.stem
-        candidates = sorted(set(tree.words.get(name, ())) | set(tree.words.get(stem, ())))
+        attribute = set(tree.words.get("." + name, ()))  # models.convert(...)
+        candidates = set(tree.words.get(name, ())) | (set(tree.words.get(stem, ())) & attribute)
+        if off_only:
+            candidates &= tree.grad_off
         found: set = set()
-        for index in candidates:
+        for index in sorted(candidates):
             file = tree.files[index]
-            if Path(file) == target:
+            if Path(file) == target or not _callees(project, file, tree.imports.get(index, {}),
+                                                     target, name, stem):
                 continue
-            table = self._table(file, name)
+            table = self._table(file, off_only)
             if table is None:
                 continue
-            for callee in _callees(project, file, table, target, name):
+            for callee in _callees(project, file, table.imports, target, name, stem):
                 found |= table.calls.get(callee, set())
         return frozenset(found)
 
@@ -145,31 +170,41 @@ class Callers:
                 continue
             self.files_read += 1
             seen = set()
+            imports: defaultdict[str, list] = defaultdict(list)
             for module, names in _IMPORT.findall(source):
                 seen.update(_WORD.findall(module))
                 seen.update(_WORD.findall(names))
+                _import_line(imports, module, names)
+            if imports:
+                tree.imports[index] = dict(imports)
+            seen.update(b"." + word for word in _ATTRIBUTE.findall(source))
+            if any(word in source for word in GRAD_OFF_WORDS):
+                tree.grad_off.add(index)
             for word in seen:
                 words[word.decode("ascii")].append(index)
         tree.words = dict(words)
         return tree
 
-    def _table(self, file: str, name: str) -> Optional[_Table]:
+    def _table(self, file: str, off_only: bool) -> Optional[_Table]:
         try:
             stat = os.stat(file)
         except OSError:
             return None
         key = (file, stat.st_mtime_ns, stat.st_size)
-        if key not in self._tables:
-            self._tables[key] = self._parse(file)
-        return self._tables[key]
+        # a table of every call answers the grad-off question too
+        table = self._tables.get((*key, False), self._tables.get((*key, True), False)) \
+            if off_only else self._tables.get((*key, False), False)
+        if table is False:
+            table = self._tables[(*key, off_only)] = self._parse(file, off_only)
+        return table
 
-    def _parse(self, file: str) -> Optional[_Table]:
+    def _parse(self, file: str, off_only: bool) -> Optional[_Table]:
         try:
             with open(file, "rb") as handle:
                 source = handle.read()
             self.files_parsed += 1
             module = ast.parse(source, filename=file)
-            return _tabulate(module)
+            return _tabulate(module, b"set_grad_enabled" in source, off_only)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 
@@ -177,14 +212,16 @@ class Callers:
 CALLERS = Callers()
 
 
-def grads_from_other_files(interpreter, definition: "cst.FunctionDef") -> frozenset:
-    """The grad modes of the calls of ``definition`` made in the project's other files,
-    when it is a module-level function of a file on disk (else none)."""
+def called_without_grad_elsewhere(interpreter, definition: "cst.FunctionDef") -> bool:
+    """Whether ``definition``, a module-level function of a file on disk, is called with
+    grad off in another file of the project (False for any other function, and for one
+    whose body cannot matter: ``relevance``, it writes, builds and steps nothing)."""
     project, path = interpreter.project, interpreter.scope.path
     if project is None or path is None \
-            or not any(statement is definition for statement in interpreter.module.body):
-        return frozenset()
-    return CALLERS.grads(project, path, definition.name.value)
+            or not any(statement is definition for statement in interpreter.module.body) \
+            or not interpreter.calls.worth_following(definition):
+        return False
+    return CALLERS.called_without_grad(project, path, definition.name.value)
 
 
 # --------------------------------------------------------------------- the tree's files
@@ -208,12 +245,39 @@ def _python_files(root: Path) -> Optional[list[str]]:
     return sorted(files)
 
 
-def _callees(project: "Project", file: str, table: _Table, target: Path,
-             name: str) -> list[str]:
-    """How ``file``'s code names the function ``name`` of ``target``: ``convert``,
-    ``c``, ``models.convert``; only through imports that resolve to ``target``."""
+def _import_line(imports: defaultdict, module: bytes, names: bytes) -> None:
+    """The entries (``_Table.imports``' form) of one import line read as text."""
+    try:
+        module_text, names_text = module.decode("ascii"), names.decode("ascii")
+    except UnicodeDecodeError:
+        return
+    names_text = " ".join(line.partition("#")[0] for line in names_text.splitlines())
+    names_text = names_text.partition(";")[0].strip().strip("()")
+    for item in names_text.split(","):
+        words = item.split()
+        if not words or words[0] == "*":
+            continue
+        imported = words[0]
+        local = words[2] if len(words) == 3 and words[1] == "as" else imported
+        if module:
+            dotted = module_text.lstrip(".")
+            entry = (local, dotted, len(module_text) - len(dotted), imported)
+            imports[imported].append(entry)
+            last = dotted.rpartition(".")[2]
+            if last and last != imported:
+                imports[last].append(entry)
+        else:
+            imports[imported.rpartition(".")[2]].append((local, imported, 0, None))
+
+
+def _callees(project: "Project", file: str, imports: dict, target: Path,
+             name: str, stem: str) -> list[str]:
+    """How ``file``'s code names the function ``name`` of ``target`` (whose module's last
+    part is ``stem``): ``convert``, ``c``, ``models.convert``; only through imports that
+    resolve to ``target``."""
     found = []
-    for local, module, level, imported in table.imports:
+    entries = imports.get(name, []) + (imports.get(stem, []) if stem != name else [])
+    for local, module, level, imported in entries:
         if imported is None:  # import a.b [as m]: a.b.convert(...) / m.convert(...)
             if project.resolve(file, module, 0) == target:
                 found.append(f"{local}.{name}")
@@ -227,14 +291,31 @@ def _callees(project: "Project", file: str, table: _Table, target: Path,
 
 
 # --------------------------------------------------------------------- one file's calls
-def _tabulate(module: ast.Module) -> _Table:
-    imports: list[tuple[str, str, int, Optional[str]]] = []
+def _statements(statements: list) -> Iterator[ast.stmt]:
+    """Every statement, nested ones too (not those of a lambda or a comprehension)."""
+    for statement in statements:
+        yield statement
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(statement, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(statement, "cases", ()):
+            yield from _statements(case.body)
+
+
+def _tabulate(module: ast.Module, toggles: bool, off_only: bool) -> _Table:
+    """``toggles``: the text names ``set_grad_enabled`` (a bare call of it may change grad
+    mode for the statements after it). ``off_only``: table only the calls made with grad
+    off (the expressions elsewhere are not walked)."""
+    imports: defaultdict[str, list[tuple[str, str, int, Optional[str]]]] = defaultdict(list)
     aliases: dict[str, str] = {}  # a name the code uses -> the torch name it stands for
-    for node in ast.walk(module):
+    for node in _statements(module.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name  # import a.b: the code writes a.b.f
-                imports.append((local, alias.name, 0, None))
+                imports[alias.name.rpartition(".")[2]].append((local, alias.name, 0, None))
                 if alias.name == "torch" or alias.name.startswith("torch."):
                     aliases[alias.asname or alias.name.partition(".")[0]] = \
                         alias.name if alias.asname else "torch"
@@ -242,14 +323,17 @@ def _tabulate(module: ast.Module) -> _Table:
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                imports.append((alias.asname or alias.name, node.module or "", node.level,
-                                alias.name))
+                entry = (alias.asname or alias.name, node.module or "", node.level, alias.name)
+                imports[alias.name].append(entry)
+                last = (node.module or "").rpartition(".")[2]
+                if last and last != alias.name:
+                    imports[last].append(entry)
                 if node.level == 0 and node.module is not None \
                         and (node.module == "torch" or node.module.startswith("torch.")):
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    walker = _Walker(aliases)
+    walker = _Walker(aliases, toggles, off_only)
     walker.block(module.body, Tri.YES)
-    return _Table(imports, dict(walker.calls))
+    return _Table(dict(imports), dict(walker.calls))
 
 
 def _dotted(node: ast.AST) -> Optional[str]:
@@ -264,8 +348,10 @@ def _dotted(node: ast.AST) -> Optional[str]:
 class _Walker:
     """Walks a module, tabling each call (and bare reference) with its grad mode."""
 
-    def __init__(self, aliases: dict[str, str]) -> None:
+    def __init__(self, aliases: dict[str, str], toggles: bool, off_only: bool) -> None:
         self.aliases = aliases
+        self.toggles = toggles
+        self.off_only = off_only
         self.calls: defaultdict[str, set] = defaultdict(set)
 
     # what torch's grad-mode names do
@@ -324,7 +410,8 @@ class _Walker:
     def block(self, statements: list, grad: Tri) -> None:
         for statement in statements:
             self.visit(statement, grad)
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not self.toggles \
+                    or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
                     and self._effect(statement.value.func) == "arg":
@@ -335,6 +422,8 @@ class _Walker:
                 grad = Tri.MAYBE  # set_grad_enabled(...) in a nested block: it leaks out
 
     def visit(self, node: ast.AST, grad: Tri) -> None:
+        if self.off_only and grad is not Tri.NO and isinstance(node, ast.expr):
+            return  # no call in it is made with grad off
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in [*node.decorator_list, *node.args.defaults,
                           *(d for d in node.args.kw_defaults if d is not None)]:
