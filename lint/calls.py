@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gradguard.callers import grads_from_other_files
+from gradguard.callers import called_without_grad_elsewhere
 from gradguard.facts import Tri
 from gradguard.expressions import _all_params
 from gradguard.state import Heap, State, join_all
@@ -62,7 +62,7 @@ class UserCalls:
         other files count the same (``gradguard.callers``)."""
         if Tri.NO in self.caller_grads.get(id(definition), ()):
             return Tri.MAYBE
-        return Tri.MAYBE if Tri.NO in grads_from_other_files(self.interpreter, definition) \
+        return Tri.MAYBE if called_without_grad_elsewhere(self.interpreter, definition) \
             else Tri.YES
 
     @property
