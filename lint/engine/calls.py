@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
-
+from gradguard.callers import called_without_grad_elsewhere
 from gradguard.engine.common import _all_params
 from gradguard.engine.summaries import (
     HeapReads,
@@ -73,8 +73,12 @@ class UserCalls:
         """Grad mode at the start of a function body analysed on its own: on, unless a
         call of it that was followed ran with grad off (``convert(model)`` under
         ``torch.no_grad()``). Then it is unknown: a call with grad on is followed, and
-        reported, where it is made."""
-        return Tri.MAYBE if Tri.NO in self.caller_grads.get(id(definition), ()) else Tri.YES
+        reported, where it is made. A module-level function's callers in the project's
+        other files count the same (``gradguard.callers``)."""
+        if Tri.NO in self.caller_grads.get(id(definition), ()):
+            return Tri.MAYBE
+        return Tri.MAYBE if called_without_grad_elsewhere(self.interpreter, definition) \
+            else Tri.YES
 
     @property
     def current_module(self):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-
 from gradguard.engine.containers import REGISTRARS
 from gradguard.facts import Tri
 from gradguard.state import State
@@ -107,3 +106,11 @@ PARAMS = "*params"  # the storage name standing for "some parameter of this owne
 # which saves both inputs and not its result.
 BINARY_FORMS = {"min": "minimum", "max": "maximum"}
 
+
+# Decorators known not to change grad mode or how a function body runs.
+NEUTRAL_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
+    "cache", "lru_cache", "cached_property", "abstractmethod", "overload", "override",
+    "final", "contextmanager", "dataclass", "fixture", "parametrize", "skipif", "skip",
+    "script", "ignore", "unused", "export", "compile",
+})

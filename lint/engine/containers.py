@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Optional
 
 import libcst as cst
-
 from gradguard.values import (
     UNKNOWN,
     Const,

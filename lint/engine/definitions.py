@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-
 from gradguard.engine.calls import self_attributes
 from gradguard.engine.common import (
+    NEUTRAL_DECORATORS,
     _all_params,
     _is_expression,
     _is_scope,
@@ -191,13 +191,6 @@ class Definitions(Room):
         return init
 
 
-# Decorators known not to change grad mode or how a function body runs.
-NEUTRAL_DECORATORS = frozenset({
-    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
-    "cache", "lru_cache", "cached_property", "abstractmethod", "overload", "override",
-    "final", "contextmanager", "dataclass", "fixture", "parametrize", "skipif", "skip",
-    "script", "ignore", "unused", "export", "compile",
-})
 
 
 def _is_static(node: cst.FunctionDef) -> bool:
@@ -236,4 +229,3 @@ def _returned_tuple_length(function: cst.FunctionDef) -> int:
                for node in walk(function.body, prune=_is_scope)
                if isinstance(node, cst.Return)}
     return lengths.pop() if len(lengths) == 1 else 1
-

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-
 from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,

@@ -20,7 +20,6 @@ import traceback
 from typing import Callable, Hashable, Optional, Sequence
 
 import libcst as cst
-
 from gradguard.citations import cite
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.common import _Loop

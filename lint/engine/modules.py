@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Hashable, Optional
 
 import libcst as cst
-
 from gradguard.engine.common import PARAMS, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINERS,

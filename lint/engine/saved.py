@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
-
 from gradguard.engine.common import BINARY_FORMS, PARAMS
 from gradguard.engine.room import Room
 from gradguard.events import (
