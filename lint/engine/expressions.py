@@ -146,7 +146,9 @@ class Expressions(Room):
                 and isinstance(right, (Seq, IterableOf)):
             return _concatenate(left, right)
         if isinstance(left, TensorRef) or isinstance(right, TensorRef):
-            operands = {"0": (left, source_text(node.left)), "1": (right, source_text(node.right))}
+            # the operands' texts are written only if a save needs them (nested ``a * b * c``
+            # would write each subexpression again)
+            operands = {"0": (left, node.left), "1": (right, node.right)}
             return self.tensors.op_result(st, node, (left, right),
                                   BINARY_OPS.get(type(node.operator), "op"), operands)
         if _is_number(left) and _is_number(right):
@@ -447,7 +449,7 @@ class Expressions(Room):
         operands = {"0": receiver} if receiver is not None else {}
         for arg, value in zip(node.args, args):
             if arg.keyword is None and not arg.star:
-                operands[str(len(operands))] = (value, source_text(arg.value))
+                operands[str(len(operands))] = (value, arg.value)  # written if saved
         return operands
 
     def argument(self, node: cst.Call, args: list, name: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
-from gradguard.engine.common import BINARY_FORMS, PARAMS
+from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text
 from gradguard.engine.room import Room
 from gradguard.events import (
     BackwardWithoutGrad,
@@ -105,7 +105,8 @@ class SavedTensors(Room):
                      result: Optional[TensorRef], display: str,
                      site: Optional[Hashable] = None) -> frozenset:
         """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
-        ``(value, text)``. Returns the new records (to add to the result's ``saves``)."""
+        ``(value, text)``, the text as written or the node to write it from. Returns the
+        new records (to add to the result's ``saves``)."""
         entry = TORCH.saved_ops.get(_overload(op, node, operands))
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
@@ -121,6 +122,8 @@ class SavedTensors(Room):
             else:
                 needed = result_requires_grad is Tri.YES
             if needed:
+                if not isinstance(text, str):
+                    text = source_text(text)
                 records.add(SaveRecord((site or id(node), key), self.counter_of(st, value.obj),
                                        display, node, text))
         if entry.get("saves_result") and not entry.get("saved_outputs") and result is not None \
