@@ -54,6 +54,7 @@ from gradguard.knowledge import TORCH
 
 if TYPE_CHECKING:
     import libcst as cst
+
     from gradguard.project import Project
 
 MAX_FILES = 2000  # Python files in a tree that is indexed; a bigger tree gives no callers

@@ -289,6 +289,27 @@ CASES = {
         nn.Linear(2, 3, bias=flag).bias.zero_()
         nn.Linear(2, 3, bias=flag).weight.zero_()
         """, {(6, "GG101"), (7, "GG101")}),
+    # A hook the engine cannot follow (a lambda, a callable object) may replace the
+    # module's output: what comes out is unknown, and nothing is claimed about it.
+    "a forward hook that cannot be followed leaves the output unknown": ("""
+        import torch
+        from torch import nn
+        gate = nn.Sigmoid()
+        gate.register_forward_hook(lambda m, i, o: o * 2)
+        y = gate(torch.randn(3, requires_grad=True))
+        y.add_(1)
+        y.sum().backward()
+        """, set()),
+    "a forward hook defined in the file runs after the module": ("""
+        import torch
+        from torch import nn
+        def scale_(module, inputs, output):
+            output.mul_(2)
+        gate = nn.Sigmoid()
+        gate.register_forward_hook(scale_)
+        y = gate(torch.randn(3, requires_grad=True))
+        y.sum().backward()
+        """, {(4, "GG201")}),
     "requires_grad_(False) on a module freezes its parameters": ("""
         import torch
         from torch import nn

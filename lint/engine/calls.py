@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
+
 from gradguard.callers import called_without_grad_elsewhere
 from gradguard.engine.common import _all_params
 from gradguard.engine.summaries import (

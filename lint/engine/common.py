@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
+
 from gradguard.engine.containers import REGISTRARS
 from gradguard.facts import Tri
 from gradguard.state import State

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import libcst as cst
+
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, _Loop, dotted
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
+
 from gradguard.engine.calls import self_attributes
 from gradguard.engine.common import (
     NEUTRAL_DECORATORS,

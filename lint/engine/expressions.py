@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
+
 from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
     CONTAINERS,
     DICT_READERS,
+    HOOK_REGISTRARS,
     REGISTRARS,
     _container_view,
     _layer_at,
@@ -327,14 +329,13 @@ class Expressions(Room):
             return _ordered_dict(node, args)
         if isinstance(callee, Ref):
             return self.torch.torch_call(st, node, callee.qualname, args)
-        if isinstance(callee, ModuleObj):
-            return self.modules.module_call(st, node, callee, args)
+        if isinstance(callee, ModuleObj) or (isinstance(callee, Instance)
+                                             and callee.info.is_module):
+            return self.modules.call_with_hooks(st, node, callee, args)
         if isinstance(callee, ClassVal):
             return self.engine.calls.construct(st, node, callee.info, args)
         if isinstance(callee, FunctionApply):
             return self.engine.custom_functions.apply(st, node, callee.info, args)
-        if isinstance(callee, Instance) and callee.info.is_module:
-            return self.modules.user_module_call(st, node, callee, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
             return self.engine.calls.call_function(st, node, callee, args)
         if callee is UNKNOWN:
@@ -439,6 +440,8 @@ class Expressions(Room):
             return UNKNOWN if result is None else result
         if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
             return self.modules.register(st, node, name, args)
+        if isinstance(owner, (ModuleObj, Instance)) and name in HOOK_REGISTRARS:
+            return self.modules.register_hook(owner, node, name, args)
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
+
 from gradguard.engine.common import source_text
 from gradguard.events import SaveRecord
 from gradguard.facts import TensorFacts, Tri

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import libcst as cst
+
 from gradguard.engine.common import source_text
 from gradguard.engine.room import Room
 from gradguard.state import State

@@ -20,6 +20,7 @@ import traceback
 from typing import Callable, Hashable, Optional, Sequence
 
 import libcst as cst
+
 from gradguard.citations import cite
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.common import _Loop
@@ -87,6 +88,8 @@ class Interpreter:
         self.allocation_context: tuple = ()
         # Instance object -> the container its super().__init__(*layers) built.
         self.containers: dict[Hashable, ModuleObj] = {}
+        # Module object -> the hooks registered on it: (registering method, function).
+        self.hooks: dict[Hashable, list] = {}
         self.imported: list[ModuleScope] = []  # the project modules this one imports
         self.homes: dict[int, ModuleScope] = {}  # node -> the imported module it is in
         self.resolved: dict[Imported, tuple] = {}  # import -> (its value, its module)

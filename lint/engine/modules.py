@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Optional
 
 import libcst as cst
+
 from gradguard.engine.common import PARAMS, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINERS,
@@ -114,6 +115,55 @@ class Modules(Room):
         if path is not None:
             st.env[path] = grown if grown is not None else _with_layers(container, None)
         return Const(None)
+
+    def register_hook(self, module: Value, node: cst.Call, method: str, args: list) -> Value:
+        """``layer.register_forward_hook(fn)``, ``register_forward_pre_hook(fn)``: ``fn``
+        (a function of the file) runs around every later call of the module. A hook the
+        engine cannot follow (not a ``def``, or ``with_kwargs=``) makes the module's
+        calls unknown."""
+        hook = args[0] if args and not node.args[0].keyword else UNKNOWN
+        if not isinstance(hook, FunctionVal) or not isinstance(hook.node, cst.FunctionDef) \
+                or any(arg.keyword is not None and arg.keyword.value == "with_kwargs"
+                       for arg in node.args):
+            hook = UNKNOWN
+        hooks = self.engine.hooks.setdefault(module.obj, [])
+        if (method, hook) not in hooks:  # a loop registers it again
+            hooks.append((method, hook))
+        return UNKNOWN  # the handle
+
+    def call_with_hooks(self, st: State, node: cst.Call, module: Value, args: list) -> Value:
+        """Calling a module: its forward pre-hooks (which may replace the input), the
+        module, then its forward hooks (which may replace the output), as torch does."""
+        hooks = self.engine.hooks.get(module.obj, ())
+        for method, hook in hooks:
+            if method == "register_forward_pre_hook":
+                replaced = self._run_hook(st, node, hook, [module, Seq(tuple(args))])
+                if replaced is UNKNOWN:
+                    args = [UNKNOWN] * len(args)
+                elif replaced is not None:
+                    args = list(replaced.items) if isinstance(replaced, Seq) else [replaced]
+        if isinstance(module, ModuleObj):
+            output = self.module_call(st, node, module, args)
+        else:
+            output = self.user_module_call(st, node, module, args)
+        for method, hook in hooks:
+            if method == "register_forward_hook":
+                replaced = self._run_hook(st, node, hook, [module, Seq(tuple(args)), output])
+                if replaced is not None:
+                    output = replaced
+        return output
+
+    def _run_hook(self, st: State, node: cst.Call, hook: Value, args: list) -> Optional[Value]:
+        """Run a hook on ``args``: what it returns (None: it returned None, the value is
+        kept; UNKNOWN: not followed, or unknown)."""
+        if not isinstance(hook, FunctionVal):
+            return UNKNOWN
+        params = list(hook.node.params.posonly_params) + list(hook.node.params.params)
+        bindings = {param.name.value: value for param, value in zip(params, args)}
+        result = self.engine.calls.run(st, hook, bindings, hook.grad_mode, node)
+        if result is None:
+            return UNKNOWN
+        return None if isinstance(result, Const) and result.value is None else result
 
     def user_module_call(self, st: State, node: cst.Call, module: Instance, args: list) -> Value:
         """Calling an ``nn.Module`` defined in the file runs its ``forward`` (or, for a

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
+
 from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text
 from gradguard.engine.room import Room
 from gradguard.events import (

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Optional
 
 import libcst as cst
+
 from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room

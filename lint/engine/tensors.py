@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
+
 from gradguard.engine.common import PARAMS, _retains, source_text, tri_of
 from gradguard.engine.room import Room
 from gradguard.events import (

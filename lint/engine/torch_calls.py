@@ -4,6 +4,7 @@ contexts."""
 from __future__ import annotations
 
 import libcst as cst
+
 from gradguard.engine.common import _retains, source_text, tri_of
 from gradguard.engine.room import Room
 from gradguard.events import (
