@@ -1,7 +1,10 @@
 """Make the helper modules in tests/ (oracle.py) importable whatever pytest's import mode."""
 
 import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
@@ -11,3 +14,19 @@ if _TESTS not in sys.path:
 def pytest_configure(config):
     # torch warns at import when numpy is absent (it is not installed here); harmless.
     config.addinivalue_line("filterwarnings", "ignore:Failed to initialize NumPy:UserWarning")
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """Write files (name -> text, dedented) under a temporary directory that is the
+    current directory; returns that directory."""
+    monkeypatch.chdir(tmp_path)
+
+    def write(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return tmp_path
+
+    return write

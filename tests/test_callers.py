@@ -7,7 +7,6 @@ Linting only: no torch needed. The folder fixtures
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -33,18 +32,9 @@ def convert(old):
 
 
 @pytest.fixture
-def tree(tmp_path):
-    """Write files under a temporary directory (a project: it has a pyproject.toml)."""
-
-    def write(files: dict[str, str]) -> Path:
-        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
-        for name, text in files.items():
-            path = tmp_path / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(text), encoding="utf-8")
-        return tmp_path
-
-    return write
+def tree(tree):
+    """The conftest's ``tree``, made a project (it has a pyproject.toml)."""
+    return lambda files: tree({"pyproject.toml": "[project]\nname = 'p'\n", **files})
 
 
 def grads(root: Path, file: str, name: str = "convert") -> frozenset:

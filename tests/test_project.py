@@ -6,10 +6,8 @@ the same shapes against torch; these pin down resolution, placement and the CLI.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from gradguard import check_source, cli
@@ -44,21 +42,6 @@ h = torch.sigmoid(a)
 out = AddPos()(h)
 (out * h).sum().backward()
 """
-
-
-@pytest.fixture
-def tree(tmp_path, monkeypatch):
-    """Write files under a temporary directory that is the current directory."""
-    monkeypatch.chdir(tmp_path)
-
-    def write(files: dict[str, str]) -> Path:
-        for name, text in files.items():
-            path = tmp_path / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(text), encoding="utf-8")
-        return tmp_path
-
-    return write
 
 
 def lint(path: Path) -> set[tuple[str, int, str]]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Hashable, Iterator, Optional
 
 import libcst as cst
 
 from gradguard.engine.containers import REGISTRARS
-from gradguard.facts import Tri
+from gradguard.facts import TensorFacts, Tri
 from gradguard.state import State
 from gradguard.values import (
     Const,
@@ -115,3 +115,16 @@ NEUTRAL_DECORATORS = frozenset({
     "final", "contextmanager", "dataclass", "fixture", "parametrize", "skipif", "skip",
     "script", "ignore", "unused", "export", "compile",
 })
+
+
+def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[TensorFacts]]]:
+    """``obj`` and the tensors it views, nearest first, with their facts: up to the one
+    owning the storage, stopping at ``.data`` (which has a version counter of its own)."""
+    seen = set()
+    while obj not in seen:
+        seen.add(obj)
+        facts = st.heap.get(obj)
+        yield obj, facts
+        if facts is None or facts.base is None or facts.untracked:
+            return
+        obj = facts.base

@@ -6,7 +6,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text
+from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text, view_chain
 from gradguard.engine.room import Room
 from gradguard.events import (
     BackwardWithoutGrad,
@@ -40,13 +40,8 @@ class SavedTensors(Room):
     def counter_of(self, st: State, obj: Hashable) -> Hashable:
         """The object whose version counter a write to ``obj`` moves: the base of a view
         chain, stopping at ``.data`` (which has a counter of its own)."""
-        seen = set()
-        while obj not in seen:
-            seen.add(obj)
-            facts = st.heap.get(obj)
-            if facts is None or facts.base is None or facts.untracked:
-                return obj
-            obj = facts.base
+        for obj, _ in view_chain(st, obj):
+            pass
         return obj
 
     def covers(self, written: Hashable, saved: Hashable) -> bool:

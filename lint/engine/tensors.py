@@ -7,7 +7,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _retains, source_text, tri_of
+from gradguard.engine.common import PARAMS, _retains, source_text, tri_of, view_chain
 from gradguard.engine.room import Room
 from gradguard.events import (
     AliasWriteRead,
@@ -158,15 +158,10 @@ class Tensors(Room):
 
     def detached_original(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """For a tensor reached through ``.detach()``, the tensor it was detached from."""
-        seen = set()
-        while obj not in seen:
-            seen.add(obj)
-            facts = st.heap.get(obj)
-            if facts is None or facts.base is None or facts.untracked:
-                return None
-            if facts.producer == "detach":
+        for _, facts in view_chain(st, obj):
+            if facts is not None and facts.base is not None and not facts.untracked \
+                    and facts.producer == "detach":
                 return facts.base
-            obj = facts.base
         return None
 
     def read_tensor(self, st: State, node: cst.CSTNode, value: Value) -> Value:
