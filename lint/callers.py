@@ -24,9 +24,9 @@ How, and what it costs:
 - A call counts only when the file imports the function from that very file, as
   ``Project.resolve`` resolves the import: ``from models import convert``,
   ``from pkg.models import convert as c``, ``import models`` + ``models.convert(...)``,
-  ``from . import models``, ``from .models import convert``. A re-export through a
-  package's ``__init__.py`` or a star import is not followed (no caller known: grad stays
-  on, as before).
+  ``from . import models``, ``from .models import convert``, and one re-export
+  (``from pkg import convert`` where ``pkg/__init__.py`` says ``from .models import
+  convert``). A star import is not followed (no caller known: grad stays on, as before).
 
 Grad mode at a call: ``Tri.NO`` inside ``with torch.no_grad()``/``torch.inference_mode()``/
 ``torch.set_grad_enabled(False)``, or in a function decorated ``@torch.no_grad()``/
@@ -137,16 +137,17 @@ class Callers:
         candidates = set(tree.words.get(name, ())) | (set(tree.words.get(stem, ())) & attribute)
         if off_only:
             candidates &= tree.grad_off
+        sources = {target} | _reexporters(project, tree, target, name)
         found: set = set()
         for index in sorted(candidates):
             file = tree.files[index]
             if Path(file) == target or not _callees(project, file, tree.imports.get(index, {}),
-                                                     target, name, stem):
+                                                     sources, name, stem):
                 continue
             table = self._table(file, off_only)
             if table is None:
                 continue
-            for callee in _callees(project, file, table.imports, target, name, stem):
+            for callee in _callees(project, file, table.imports, sources, name, stem):
                 found |= table.calls.get(callee, set())
         return frozenset(found)
 
@@ -270,23 +271,36 @@ def _import_line(imports: defaultdict, module: bytes, names: bytes) -> None:
             imports[imported.rpartition(".")[2]].append((local, imported, 0, None))
 
 
-def _callees(project: "Project", file: str, imports: dict, target: Path,
+def _callees(project: "Project", file: str, imports: dict, sources: set,
              name: str, stem: str) -> list[str]:
-    """How ``file``'s code names the function ``name`` of ``target`` (whose module's last
-    part is ``stem``): ``convert``, ``c``, ``models.convert``; only through imports that
-    resolve to ``target``."""
+    """How ``file``'s code names the function ``name`` (of the file ``sources``' first
+    member, whose module's last part is ``stem``; the others re-export it): ``convert``,
+    ``c``, ``models.convert``; only through imports that resolve to one of ``sources``."""
     found = []
     entries = imports.get(name, []) + (imports.get(stem, []) if stem != name else [])
     for local, module, level, imported in entries:
         if imported is None:  # import a.b [as m]: a.b.convert(...) / m.convert(...)
-            if project.resolve(file, module, 0) == target:
+            if project.resolve(file, module, 0) in sources:
                 found.append(f"{local}.{name}")
             continue
-        if imported == name and project.resolve(file, module, level) == target:
+        if imported == name and project.resolve(file, module, level) in sources:
             found.append(local)  # from models import convert [as c]
         submodule = f"{module}.{imported}" if module else imported
-        if project.resolve(file, submodule, level) == target:
+        if project.resolve(file, submodule, level) in sources:
             found.append(f"{local}.{name}")  # from pkg import models: models.convert(...)
+    return found
+
+
+def _reexporters(project: "Project", tree: _Tree, target: Path, name: str) -> set:
+    """The files that import ``name`` from ``target`` under the same name (a package's
+    ``__init__.py`` saying ``from .models import convert``): importing it from them is
+    importing it from ``target``. One hop."""
+    found = set()
+    for index in tree.words.get(name, ()):
+        file = tree.files[index]
+        for local, module, level, imported in tree.imports.get(index, {}).get(name, ()):
+            if local == imported == name and project.resolve(file, module, level) == target:
+                found.add(Path(file))
     return found
 
 

@@ -99,7 +99,9 @@ class InplaceWrite:
     through_data: bool = False  # the written tensor was reached through ``.data``
     hits_saved: bool = False  # ...and its storage is saved by a live graph (GG301's case)
     data_assignment: bool = False  # ``x.data = y`` rather than a write into ``x.data``
-    via: Optional[cst.CSTNode] = None  # the analysed code's call that led to the write
+    via: Optional[cst.CSTNode] = None  # the analysed code's call that handed the tensor over
+    # The analysed code's outermost call that led to the write (its grad mode is the write's).
+    called_from: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,46 @@ def test_an_alias_import_and_a_package(tree):
     assert grads(root, "pkg/models.py") == {NO, YES}
 
 
+def test_a_package_that_reexports_the_function(tree):
+    """accelerate's shape: utils/__init__.py re-exports convert_model, and the caller
+    imports it from the package."""
+    root = tree({
+        "pkg/__init__.py": "",
+        "pkg/utils/__init__.py": "from .models import (\n    convert,\n)\n",
+        "pkg/utils/models.py": MODELS,
+        "pkg/accelerator.py": """\
+            import torch
+            from .utils import convert
+
+            with torch.no_grad():
+                convert(None)
+            """,
+        "pkg/other.py": """\
+            import torch
+            from .utils import convert as renamed_elsewhere
+
+            renamed_elsewhere(None)
+            """,
+    })
+    assert grads(root, "pkg/utils/models.py") == {NO, YES}
+
+
+def test_a_reexport_under_another_name_or_of_another_module_does_not_count(tree):
+    root = tree({
+        "pkg/__init__.py": "from .other import convert\nfrom .models import convert as c2\n",
+        "pkg/models.py": MODELS,
+        "pkg/other.py": "def convert(old):\n    return old\n",
+        "train.py": """\
+            import torch
+            from pkg import convert
+
+            with torch.no_grad():
+                convert(None)
+            """,
+    })
+    assert grads(root, "pkg/models.py") == frozenset()
+
+
 def test_the_same_name_from_another_module_does_not_count(tree):
     root = tree({
         "models.py": MODELS,

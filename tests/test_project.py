@@ -66,7 +66,7 @@ def test_a_write_in_another_file_names_the_call_that_handed_the_tensor_over(tree
     assert "the call at line 6 of main.py handed it over" in finding.message
 
 
-def test_a_tensor_the_callee_made_itself_names_no_call(tree):
+def test_a_tensor_the_callee_made_itself_names_the_call_whose_grad_mode_it_runs_in(tree):
     root = tree({"helpers.py": """\
         import torch
 
@@ -79,6 +79,7 @@ def test_a_tensor_the_callee_made_itself_names_no_call(tree):
     findings = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
     assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("helpers.py", 6, "GG101")]
     assert "handed it over" not in findings[0].message
+    assert "reached from the call at line 4 of main.py, with grad on" in findings[0].message
 
 
 def test_a_write_in_a_function_analysed_on_its_own_names_no_call(tree):

@@ -159,6 +159,12 @@ class UserCalls:
         None if not followed."""
         return self._run(st, function, bindings, grad_mode, site)[0]
 
+    @property
+    def outermost(self) -> Optional[cst.CSTNode]:
+        """The outermost call being followed: the analysed code's call whose grad mode
+        the followed code runs in (None outside followed calls)."""
+        return self.entries[0][0] if self.entries else None
+
     def via(self, obj: Hashable) -> Optional[cst.CSTNode]:
         """The call that handed the tensor ``obj`` over to the code writing it now: the
         outermost call being followed whose caller already had it. None outside

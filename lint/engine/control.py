@@ -33,6 +33,8 @@ class ControlFlow(Room):
     def if_(self, node: cst.If, st: State) -> Optional[State]:
         test = self.expressions.evaluate(node.test, st)
         known = _known_type_test(node.test, test)
+        if known is None and isinstance(test, Const) and isinstance(test.value, bool):
+            known = test.value  # a flag whose value is known (a default: keep=True)
         if known is not None:  # isinstance(layer, nn.Linear): only one branch runs
             if known:
                 return self.engine.suite(node.body, st)

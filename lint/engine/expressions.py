@@ -172,6 +172,9 @@ class Expressions(Room):
         if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
                 and isinstance(operand.value, (int, float)):
             return Const(-operand.value)
+        if isinstance(node.operator, cst.Not) and isinstance(operand, Const) \
+                and isinstance(operand.value, bool):
+            return Const(not operand.value)
         return NUMBER if _is_number(operand) else UNKNOWN
 
     def _sequence(self, node, st: State) -> Value:

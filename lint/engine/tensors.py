@@ -208,7 +208,7 @@ class Tensors(Room):
                 root_text=self.engine.labels.get(root) if root is not None else None,
                 operation=operation, grad_enabled=st.grad, index=index,
                 through_data=through_data, hits_saved=hits_saved,
-                via=self.engine.calls.via(memory)))
+                via=self.engine.calls.via(memory), called_from=self.engine.calls.outermost))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
             return  # torch raises right here (GG101/GG102): nothing after it runs
