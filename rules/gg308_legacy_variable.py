@@ -12,9 +12,11 @@ class LegacyVariableRule(Rule):
     select it with ``--select GG308``.
 
     ## Why is this bad?
-    Since PyTorch 0.4, ``Variable(t)`` returns ``t`` itself and ``volatile`` has no effect
-    (torch warns ``volatile was removed``): code relying on ``volatile=True`` to disable
-    gradients builds graphs anyway.
+    Since PyTorch 0.4 tensors and Variables are one type. ``Variable(t)`` returns a new
+    tensor that shares ``t``'s storage (and version counter) but is cut from its graph:
+    ``requires_grad`` is False unless passed, so wrapping a tensor that requires grad stops
+    its gradient. ``volatile`` has no effect (torch warns ``volatile was removed``): code
+    relying on ``volatile=True`` to disable gradients builds graphs anyway.
 
     ## Example
     ```python
@@ -28,13 +30,15 @@ class LegacyVariableRule(Rule):
     ```
 
     ## Fix safety
-    ``Variable(t)`` to ``t`` is safe; replacing ``volatile=True`` with ``torch.no_grad()``
-    needs the block to cover the inference code.
+    ``Variable(t)`` to ``t`` is safe when ``t`` does not require grad (inputs, targets); when
+    it does, ``t.detach()`` keeps today's behaviour and ``t`` lets gradients through (which
+    is usually what the pre-0.4 code meant). Replacing ``volatile=True`` with
+    ``torch.no_grad()`` needs the block to cover the inference code.
     """
 
     code = "GG308"
     name = "legacy-variable"
-    summary = "torch.autograd.Variable / volatile= (no-ops since 0.4)"
+    summary = "torch.autograd.Variable / volatile= (legacy since 0.4)"
     default_enabled = False
 
     def on_legacy_variable(self, event: LegacyVariable) -> None:
@@ -42,6 +46,7 @@ class LegacyVariableRule(Rule):
             message = "`volatile=` has had no effect since PyTorch 0.4: gradients are still " \
                       "recorded; use `with torch.no_grad():`"
         else:
-            message = "`Variable(t)` returns `t` itself since PyTorch 0.4; use the tensor " \
-                      "(with `requires_grad=True` where needed)"
+            message = "`Variable(t)` is a legacy wrapper: since PyTorch 0.4 it returns a new " \
+                      "tensor sharing `t`'s storage, cut from its graph (requires_grad=False " \
+                      "unless passed); use `t` itself, or `t.detach()` where cutting is meant"
         self.report(event.node, message)

@@ -280,6 +280,14 @@ class Tensors(Room):
             return NUMBER
         return UNKNOWN
 
+    def detached(self, st: State, node: cst.Call, tensor: TensorRef, how: str) -> TensorRef:
+        """A new leaf sharing ``tensor``'s storage and version counter, cut from its graph
+        (``tensor.detach()``, and ``Variable(tensor)`` since PyTorch 0.4)."""
+        return self.new_tensor(st, id(node), TensorFacts(
+            requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
+            created_with_grad=st.grad, producer="detach",
+            why_no_grad=Origin(node, f"cut from the graph by {how}")))
+
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
                       args: list) -> Value:
         receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
@@ -319,10 +327,7 @@ class Tensors(Room):
                               source_text(receiver_node))
             return Const(None)
         if name == "detach":
-            return self.new_tensor(st, id(node), TensorFacts(
-                requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
-                created_with_grad=st.grad, producer="detach",
-                why_no_grad=Origin(node, "cut from the graph by `.detach()`")))
+            return self.detached(st, node, tensor, "`.detach()`")
         if name in TORCH.view_methods:
             return self.view_of(st, node, tensor, name)
         if name in TORCH.multi_view_methods:

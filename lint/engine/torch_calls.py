@@ -102,7 +102,9 @@ class TorchCalls(Room):
             volatile = self.expressions.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(node, volatile))
             if self.expressions.argument(node, args, "requires_grad") is None:
-                return arg0 if isinstance(arg0, TensorRef) else UNKNOWN
+                # a new tensor sharing arg0's storage and version counter, cut from its graph
+                return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
+                    if isinstance(arg0, TensorRef) else UNKNOWN
         if name in TORCH.factories or name == "Variable":
             return self.factory(st, node, args, f"`torch.{name}`")
         if name in TORCH.legacy_tensor_types:
