@@ -130,10 +130,21 @@ def _read(name: str) -> dict:
 def _load() -> TorchAPI:
     data = _read("torch_api.json")
     saved = _read("saved_tensors.json")
-    data["saved_ops"] = saved.get("ops", {})
+    data["saved_ops"] = _with_aliases(saved.get("ops", {}),
+                                      _read("aliases.json").get("aliases", {}))
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
     return TorchAPI(data)
+
+
+def _with_aliases(ops: dict, aliases: dict) -> dict:
+    """``ops`` with each alias torch declares (``arcsin`` -> ``asin``) given its operator's
+    entry, unless the table knows the alias itself."""
+    merged = dict(ops)
+    for alias, name in aliases.items():
+        if alias not in merged and name in ops:
+            merged[alias] = ops[name]
+    return merged
 
 
 TORCH = _load()

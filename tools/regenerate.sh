@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
 "$PYTHON" tools/gen_torch_api.py
 "$PYTHON" tools/gen_saved_tensors.py
+# torch's own test database (op_db) needs numpy and expecttest besides torch
+"$PYTHON" tools/gen_aliases.py
