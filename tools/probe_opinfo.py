@@ -11,10 +11,16 @@ conditions, and whether the output is. It then compares with the table the linte
 
     python tools/probe_opinfo.py                  # every OpInfo, a summary
     python tools/probe_opinfo.py sigmoid mul      # some, with their entries
-    python tools/probe_opinfo.py --json out.json  # every entry, for the generator
+    python tools/probe_opinfo.py --json out.json  # every entry
+    python tools/probe_opinfo.py --write          # rules/data/saved_opinfo.json
 
 It needs what ``op_db`` imports (``numpy``, ``expecttest``); the linter and its tests do not.
-This is the first step of issue 9: the entries are not merged into the shipped table yet.
+
+``--write`` ships the entries the table lacks as ``rules/data/saved_opinfo.json`` (the
+linter reads them for names ``saved_tensors.json`` does not know). Only entries whose keys
+mean what the linter's keys mean go there: the OpInfo calls the public function itself
+(``torch.asin``, not a lambda reordering its arguments), it is not a variant (one overload
+of several), and the deduction was exact on every sample.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ with warnings.catch_warnings():
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
-TABLE = Path(__file__).resolve().parent.parent / "rules" / "data" / "saved_tensors.json"
+DATA = Path(__file__).resolve().parent.parent / "rules" / "data"
+TABLE = DATA / "saved_tensors.json"
+OUT = DATA / "saved_opinfo.json"
 SAMPLES = 2  # samples of each OpInfo observed
 SECONDS = 20  # per OpInfo
 
@@ -97,6 +105,25 @@ def probe_op(op) -> dict:
     return entry
 
 
+def public(name: str):
+    """The public callable an op_db name stands for (``nn.functional.relu``: ``F.relu``)."""
+    obj: Any = torch
+    if name.startswith("nn.functional."):
+        obj, name = torch.nn.functional, name[len("nn.functional."):]
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def shippable(op, entry: dict) -> bool:
+    """Whether an entry's keys are the public function's positions (see ``--write``)."""
+    return (not op.variant_test_name and op.op is public(op.name)
+            and "error" not in entry and "skipped" not in entry and "inexact" not in entry
+            and not entry.get("no_graph"))
+
+
 def _same(probed: dict, shipped: dict) -> bool:
     return probed.get("saved_args") == shipped.get("saved_args") \
         and probed.get("saves_result") == shipped.get("saves_result")
@@ -106,6 +133,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="only these OpInfos (their op_db names)")
     parser.add_argument("--json", help="write every entry to this file")
+    parser.add_argument("--write", action="store_true",
+                        help=f"write the entries the table lacks to {OUT.name}")
     options = parser.parse_args()
     shipped = json.loads(TABLE.read_text())["ops"]
     ops = [op for op in op_db if not options.names or op.name in options.names]
@@ -113,6 +142,7 @@ def main() -> None:
     counts = {"probed": 0, "skipped": 0, "error": 0, "known": 0, "agree": 0, "missing": 0,
               "aliases": 0, "aliases known": 0}
     disagree, missing = [], []
+    shipped_new: dict[str, dict] = {}
     for op in ops:
         key = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
         entry = probe_op(op)
@@ -134,6 +164,9 @@ def main() -> None:
         else:
             counts["missing"] += 1
             missing.append(name)
+            if shippable(op, entry):
+                shipped_new[name] = {key: value for key, value in entry.items()
+                                     if key != "aliases"} | {"source": "op_db"}
         if options.names:
             print(key, json.dumps(entry))
     print(f"OpInfos: {len(ops)}; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
@@ -142,6 +175,10 @@ def main() -> None:
         print(f"differs: {name}: probed {json.dumps(probed)} / table {json.dumps(table)}")
     if options.json:
         Path(options.json).write_text(json.dumps(entries, indent=1, sort_keys=True))
+    if options.write:
+        OUT.write_text(json.dumps({"torch_version": torch.__version__, "source": "op_db samples",
+                                   "ops": dict(sorted(shipped_new.items()))}, indent=1) + "\n")
+        print(f"{len(shipped_new)} entries -> {OUT}")
 
 
 if __name__ == "__main__":

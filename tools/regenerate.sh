@@ -8,3 +8,4 @@ PYTHON="${PYTHON:-python}"
 "$PYTHON" tools/gen_saved_tensors.py
 # torch's own test database (op_db) needs numpy and expecttest besides torch
 "$PYTHON" tools/gen_aliases.py
+"$PYTHON" tools/probe_opinfo.py --write
