@@ -13,7 +13,10 @@ layers is seen where it happens. A class with no ``forward`` of its own that der
 Cost is bounded: a call is not followed into a function already being followed
 (recursion), deeper than ``MAX_CALL_DEPTH``, or once the top-level scope has spent its
 budget of statements (``Interpreter.frugal``). An unfollowed call gives an unknown:
-silence, never a guess.
+silence, never a guess. A call in a calling context met before, whose heap agrees with
+what that run read, replays the run's summary instead of running the body again
+(``summaries.py``). A write inside followed calls names the analysed code's call that led
+there (``via``, ``outermost``).
 """
 
 from __future__ import annotations
