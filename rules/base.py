@@ -73,16 +73,19 @@ class Rule:
         return f"a later backward through `{event.escape}` (the method at line {line} stores it)"
 
     def via(self, event) -> str:
-        """For a write inside a followed call, the analysed code's call that matters:
-        ``; the call at line N handed it over`` (the tensor came through it), else, for
-        an ``InplaceWrite`` (GG101, GG102: grad mode decides), ``; reached from the call
-        at line N, with grad on``."""
-        if event.via is not None:
-            return f"; the call at line {self.line_of(event.via)} handed it over"
-        called_from = getattr(event, "called_from", None)
-        if called_from is not None:  # a tensor the followed code made, written in grad mode
-            return f"; reached from the call at line {self.line_of(called_from)}, with grad on"
-        return ""
+        """``; the call at line N handed it over`` for a write inside a followed call, when
+        the written tensor came through that call of the analysed code."""
+        if event.via is None:
+            return ""
+        return f"; the call at line {self.line_of(event.via)} handed it over"
+
+    def reached(self, event: InplaceWrite) -> str:
+        """``via``, else, for a tensor the followed code made itself, the analysed code's
+        call whose grad mode the write runs in (GG101, GG102: grad mode decides)."""
+        if event.via is None and event.called_from is not None:
+            return f"; reached from the call at line {self.line_of(event.called_from)}, " \
+                "with grad on"
+        return self.via(event)
 
     def where(self, origin) -> str:
         """`` (line N)`` for an ``Origin``, or nothing when there is none."""

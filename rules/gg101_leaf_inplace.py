@@ -61,6 +61,6 @@ class LeafInplace(Rule):
         self.report(
             event.node,
             f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "
-            f"requires grad{where}{self.via(event)}; do it under `with torch.no_grad():` or use an "
-            "out-of-place op",
+            f"requires grad{where}{self.reached(event)}; do it under "
+            "`with torch.no_grad():` or use an out-of-place op",
         )

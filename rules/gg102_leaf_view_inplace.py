@@ -50,7 +50,7 @@ class LeafViewInplace(Rule):
                 event.node,
                 f"item assignment writes through a view of leaf tensor "
                 f"{quote(event.target_text)} that requires grad"
-                f"{self.where(target.grad_origin)}{self.via(event)}; do it under "
+                f"{self.where(target.grad_origin)}{self.reached(event)}; do it under "
                 "`with torch.no_grad():` "
                 "or use an out-of-place op",
             )
@@ -67,6 +67,6 @@ class LeafViewInplace(Rule):
             self.report(
                 event.node,
                 f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
-                f"that requires grad{self.where(root.grad_origin)}{self.via(event)}; do it under "
-                "`with torch.no_grad():` or use an out-of-place op",
+                f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
+                "do it under `with torch.no_grad():` or use an out-of-place op",
             )

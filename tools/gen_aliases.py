@@ -14,22 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    import torch
-    from torch.testing._internal.common_methods_invocations import op_db
+from probe_opinfo import op_db, table_name, torch  # noqa: E402 - tools/ is sys.path[0]
 
 OUT = Path(__file__).resolve().parent.parent / "rules" / "data" / "aliases.json"
-
-
-def table_name(name: str) -> str:
-    """The linter's name for an op_db name: ``nn.functional.relu`` -> ``F.relu``."""
-    name = name.removeprefix("torch.")
-    return "F." + name.removeprefix("nn.functional.") if name.startswith("nn.functional.") \
-        else name
 
 
 def main() -> None:

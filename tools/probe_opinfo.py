@@ -49,10 +49,12 @@ SAMPLES = 2  # samples of each OpInfo observed
 SECONDS = 20  # per OpInfo
 
 
-def table_name(op_name: str) -> str:
-    """The shipped table's name for an OpInfo's: ``nn.functional.relu`` -> ``F.relu``."""
-    return "F." + op_name[len("nn.functional."):] if op_name.startswith("nn.functional.") \
-        else op_name
+def table_name(name: str) -> str:
+    """The linter's name for an op_db name: ``nn.functional.relu`` -> ``F.relu``,
+    ``torch.special.gammainc`` -> ``special.gammainc``."""
+    name = name.removeprefix("torch.")
+    return "F." + name.removeprefix("nn.functional.") if name.startswith("nn.functional.") \
+        else name
 
 
 def _placeholder(value: Any) -> Any:
