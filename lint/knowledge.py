@@ -110,6 +110,12 @@ class TorchAPI:
         return self.data.get("saved_ops", {})
 
     @cached_property
+    def parameter_positions(self) -> dict:
+        """Op name -> parameter name -> its position (the table's argument key), for the
+        names all of the op's Python signatures agree on (from ``signatures.json``)."""
+        return self.data.get("parameter_positions", {})
+
+    @cached_property
     def inplace_saves_result(self) -> frozenset:
         return self._set("inplace_saves_result")
 
@@ -134,6 +140,7 @@ def _load() -> TorchAPI:
     # database showed for the ops they lack, then the aliases of both
     ops = {**_read("saved_opinfo.json").get("ops", {}), **saved.get("ops", {})}
     data["saved_ops"] = _with_aliases(ops, _read("aliases.json").get("aliases", {}))
+    data["parameter_positions"] = _read("signatures.json").get("params", {})
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
     return TorchAPI(data)

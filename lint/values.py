@@ -47,6 +47,11 @@ class Const(Value):
     value: object
 
 
+def is_number(value: Value) -> bool:
+    """Whether ``value`` is known to be a Python number (not a tensor)."""
+    return value is NUMBER or (isinstance(value, Const) and isinstance(value.value, (int, float)))
+
+
 @dataclass(frozen=True)
 class Ref(Value):
     """A torch API object by qualified name: ``torch``, ``torch.nn.functional.relu``."""

@@ -171,3 +171,15 @@ def test_a_wrong_entry_is_caught(probe, cases):
     assert probe.mismatches(wrong, obs)
     wrong = dict(OPS["sigmoid"], saves_result=False)
     assert probe.mismatches(wrong, probe.observe_all(cases["sigmoid"].variants))
+
+
+def test_parameter_positions_match_torch(probe):
+    """``signatures.json`` (keyword -> argument key) is what the installed torch's
+    signatures say, for every op it names."""
+    spec = importlib.util.spec_from_file_location("gen_signatures",
+                                                  ROOT / "tools" / "gen_signatures.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shipped = json.loads((ROOT / "rules" / "data" / "signatures.json").read_text())["params"]
+    assert shipped["clamp"] == {"input": 0, "min": 1, "max": 2}
+    assert {op: tool.positions(op) for op in shipped} == shipped

@@ -51,6 +51,7 @@ from gradguard.values import (
     Seq,
     TensorRef,
     Value,
+    is_number,
     join_values,
 )
 from gradguard.walk import child_nodes
@@ -153,7 +154,7 @@ class Expressions(Room):
             operands = {"0": (left, node.left), "1": (right, node.right)}
             return self.tensors.op_result(st, node, (left, right),
                                   BINARY_OPS.get(type(node.operator), "op"), operands)
-        if _is_number(left) and _is_number(right):
+        if is_number(left) and is_number(right):
             return NUMBER
         return UNKNOWN
 
@@ -175,7 +176,7 @@ class Expressions(Room):
         if isinstance(node.operator, cst.Not) and isinstance(operand, Const) \
                 and isinstance(operand.value, bool):
             return Const(not operand.value)
-        return NUMBER if _is_number(operand) else UNKNOWN
+        return NUMBER if is_number(operand) else UNKNOWN
 
     def _sequence(self, node, st: State) -> Value:
         items = []
@@ -227,7 +228,12 @@ class Expressions(Room):
         return FunctionVal(node)
 
     def index_kind(self, node: cst.Subscript, st: State) -> IndexKind:
-        kind = IndexKind.BASIC
+        return self.read_index(node, st)[0]
+
+    def read_index(self, node: cst.Subscript, st: State) -> tuple[IndexKind, list]:
+        """What kind of indexing ``node`` is, and its tensor indices as ``(value, node)``
+        (advanced indexing saves them for backward)."""
+        kind, tensors = IndexKind.BASIC, []
         for element in node.slice:
             if isinstance(element.slice, cst.Slice):
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
@@ -241,23 +247,25 @@ class Expressions(Room):
                 continue
             if value is NUMBER:
                 continue
+            if isinstance(value, TensorRef):
+                tensors.append((value, element.slice.value))
             if isinstance(value, (TensorRef, Seq)) or (
                 isinstance(value, Const) and isinstance(value.value, bool)
             ):
                 kind = IndexKind.ADVANCED
             elif kind is IndexKind.BASIC:
                 kind = IndexKind.UNKNOWN
-        return kind
+        return kind, tensors
 
     def _subscript(self, node: cst.Subscript, st: State) -> Value:
         base = self.evaluate(node.value, st)
         if isinstance(base, TensorRef):
-            kind = self.index_kind(node, st)
+            kind, indices = self.read_index(node, st)
             if kind is IndexKind.BASIC:
                 return self.tensors.view_of(st, node, base, "select")
-            if kind is IndexKind.ADVANCED:
-                return self.tensors.op_result(st, node, (base,), "index")
-            return self.tensors.op_result(st, node, (base,), "index")  # a view or a copy
+            result = self.tensors.op_result(st, node, (base,), "index")  # a copy, or a view
+            self.saved.save_indices(st, node, indices, result, source_text(node))
+            return result
         index = None
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             index = self.evaluate(node.slice[0].slice.value, st)
@@ -449,13 +457,21 @@ class Expressions(Room):
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
     def positional_operands(self, node: cst.Call, args: list,
-                            receiver: Optional[tuple] = None) -> dict:
+                            receiver: Optional[tuple] = None, op: str = "") -> dict:
         """Argument key -> (value, text) for the saved-tensor table: the receiver of a
-        method is argument 0, then the positional arguments in order."""
+        method is argument 0, then the positional arguments in order, then the keyword
+        arguments at the positions ``op``'s signature gives their names."""
         operands = {"0": receiver} if receiver is not None else {}
+        keywords = []
         for arg, value in zip(node.args, args):
-            if arg.keyword is None and not arg.star:
+            if arg.keyword is not None:
+                keywords.append((arg.keyword.value, (value, arg.value)))
+            elif not arg.star:
                 operands[str(len(operands))] = (value, arg.value)  # written if saved
+        positions = TORCH.parameter_positions.get(op, {})
+        for name, operand in keywords:
+            if name in positions:
+                operands.setdefault(str(positions[name]), operand)
         return operands
 
     def argument(self, node: cst.Call, args: list, name: str,
@@ -533,8 +549,4 @@ def _concatenate(left: Value, right: Value) -> Value:
     parts = [v.element if isinstance(v, IterableOf) else v for v in (left, right)]
     return Seq(tuple(item for part in parts
                      for item in (part.items if isinstance(part, Seq) else (part,))))
-
-
-def _is_number(value: Value) -> bool:
-    return value is NUMBER or (isinstance(value, Const) and isinstance(value.value, (int, float)))
 

@@ -19,6 +19,7 @@ from gradguard.facts import Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
+    UNKNOWN,
     Instance,
     IterableOf,
     ModuleObj,
@@ -26,6 +27,7 @@ from gradguard.values import (
     Seq,
     TensorRef,
     Value,
+    is_number,
 )
 
 
@@ -103,7 +105,7 @@ class SavedTensors(Room):
         """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
         ``(value, text)``, the text as written or the node to write it from. Returns the
         new records (to add to the result's ``saves``)."""
-        entry = TORCH.saved_ops.get(_overload(op, node, operands))
+        entry = _entry(op, node, operands)
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
         result_requires_grad = self.tensors.facts(st, result).requires_grad if result else Tri.MAYBE
@@ -127,6 +129,20 @@ class SavedTensors(Room):
             records.add(SaveRecord((site or id(node), "result"), result.obj, display, node, ""))
         self.add_saves(st, records)
         return frozenset(records)
+
+    def save_indices(self, st: State, node: cst.CSTNode, indices: list, result: Value,
+                     display: str) -> None:
+        """Advanced indexing (``a[i]``, ``a[mask] = v``) saves its tensor indices when its
+        result requires grad: they join the graph of ``result``."""
+        if not indices or not isinstance(result, TensorRef):
+            return
+        records = frozenset().union(*(
+            self.record_saves(st, node, "index", {"1": index}, result, display,
+                              site=(id(node), position))
+            for position, index in enumerate(indices)))
+        if records:
+            facts = self.tensors.facts(st, result)
+            st.heap[result.obj] = facts.evolve(saves=facts.saves | records)
 
     def add_saves(self, st: State, records: Iterable[SaveRecord]) -> None:
         """Add saves. A save made again (a loop's next pass: a fresh forward) supersedes
@@ -214,6 +230,27 @@ class SavedTensors(Room):
             if mutation.save in needed:
                 self.engine.dispatch("saved_tensor_mutated",
                                      SavedTensorMutated(mutation, node, how))
+
+
+def _entry(op: str, node: cst.CSTNode, operands: dict) -> Optional[dict]:
+    """What this call of ``op`` saves: the table's entry for the overload the call's
+    operands select. An operand that is a Python number where the table has a scalar
+    overload selects that one (``a.pow(2)`` saves ``a`` but not its output, unlike
+    ``a.pow(e)``); an operand that may be either gives what both overloads save."""
+    entry = TORCH.saved_ops.get(_overload(op, node, operands))
+    for key, scalar_entry in (entry or {}).get("scalar_overloads", {}).items():
+        value = operands.get(key, (UNKNOWN, ""))[0]
+        if not isinstance(value, TensorRef):
+            return scalar_entry if is_number(value) else _saved_by_both(entry, scalar_entry)
+    return entry
+
+
+def _saved_by_both(entry: dict, other: dict) -> dict:
+    """The saves two overloads' entries have in common, under the same conditions."""
+    saved_args = other.get("saved_args", {})
+    return {"saved_args": {key: conditions for key, conditions in entry["saved_args"].items()
+                           if saved_args.get(key) == conditions},
+            "saves_result": bool(entry.get("saves_result") and other.get("saves_result"))}
 
 
 def _overload(op: str, node: cst.CSTNode, operands: dict) -> Optional[str]:

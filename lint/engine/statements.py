@@ -90,10 +90,11 @@ class Statements(Room):
         elif isinstance(target, cst.Subscript):
             base = self.expressions.evaluate(target.value, st)
             if isinstance(base, TensorRef):
-                kind = self.expressions.index_kind(target, st)
+                kind, indices = self.expressions.read_index(target, st)
                 self.tensors.emit_inplace(st, node, base, target.value, "item assignment",
-                                          index=kind,
-                                  operands=[value])
+                                          index=kind, operands=[value])
+                self.saved.save_indices(st, node, indices, base,
+                                        f"{source_text(target)} = ...")
             else:
                 self._store_item(target, base, value, st)
         elif isinstance(target, (cst.Tuple, cst.List)):

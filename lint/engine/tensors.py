@@ -346,7 +346,7 @@ class Tensors(Room):
             return self.torch.factory(st, node, args, f"`{name}`")
         if name in TORCH.torch_functions or name == "clone":
             operands = self.expressions.positional_operands(
-                node, args, (tensor, source_text(receiver_node)))
+                node, args, (tensor, source_text(receiver_node)), name)
             return self.op_result(st, node, [tensor, *args], name, operands)
         return UNKNOWN
 

@@ -124,7 +124,7 @@ class TorchCalls(Room):
             return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
         if name in TORCH.torch_functions and name[0].islower():
             return self.tensors.op_result(st, node, args, f"torch.{name}",
-                                  self.expressions.positional_operands(node, args))
+                                  self.expressions.positional_operands(node, args, op=name))
         return UNKNOWN
 
     def _namespaced_op(self, st: State, node: cst.Call, op: str, args: list) -> Value:
@@ -133,7 +133,7 @@ class TorchCalls(Room):
         entry = TORCH.saved_ops.get(op, {})
         outputs = entry.get("saved_outputs")
         if not outputs:
-            operands = self.expressions.positional_operands(node, args)
+            operands = self.expressions.positional_operands(node, args, op=op)
             return self.tensors.op_result(st, node, args, op, operands)
         items = []
         for index in range(max(outputs) + 1):
@@ -163,7 +163,7 @@ class TorchCalls(Room):
                                   f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
                 return arg0
         if name in TORCH.functional_functions:
-            operands = self.expressions.positional_operands(node, args)
+            operands = self.expressions.positional_operands(node, args, op=f"F.{name}")
             return self.tensors.op_result(st, node, args, f"F.{name}", operands)
         return UNKNOWN
 
