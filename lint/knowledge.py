@@ -93,6 +93,12 @@ class TorchAPI:
         return self.data.get("module_parameters", {})
 
     @cached_property
+    def parameterless_modules(self) -> frozenset:
+        """Layers known to hold no parameter (``nn.ReLU``, ``nn.MaxPool2d``, losses); a
+        layer neither here nor in ``module_parameters`` has parameters unknown."""
+        return self._set("parameterless_modules")
+
+    @cached_property
     def module_flags(self) -> dict:
         """Layer -> its ``__init__`` flags that add or remove parameters (``bias``,
         ``affine``, ``elementwise_affine``) -> ``default``, ``position`` (None: by keyword

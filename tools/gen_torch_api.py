@@ -58,6 +58,10 @@ Keys:
     is a base's behind ``*args``) and the parameters
     it controls, i.e. those an instance with every flag on has and one with this flag off
     (the others on) lacks; a ``*args, **kwargs`` signature defers to the base classes.
+  parameterless_modules: torch.nn Module classes an instance of which (built with the first
+    of PARAMETERLESS_TRIES that works) has no parameter and no child module, and whose
+    ``__init__`` takes no MODULE_FLAGS flag. Any other layer's parameters are unknown unless
+    module_parameters lists them.
   nn_init_functions: public functions defined in torch.nn.init.
   grad_mode_contexts: GRAD_MODE_CONTEXTS entries (name -> "on", "off" or "arg") that resolve.
   public_modules: PUBLIC_MODULES entries that import.
@@ -380,6 +384,55 @@ def module_facts():
     return params, flags
 
 
+PARAMETERLESS_TRIES = [(), (2,), (1, 2), (2, 3), (2, 3, 4)]
+
+
+def parameterless_modules(module_classes):
+    """The torch.nn Module classes that hold no parameter and no child module: built with
+    the first argument tuple of PARAMETERLESS_TRIES that works, an instance has neither,
+    and ``__init__`` takes none of the MODULE_FLAGS (which add parameters). A class no
+    tuple builds (or that MODULE_CTOR_ARGS lists) is left out: its parameters are unknown.
+    So are containers and wrappers: what they hold is what they are given."""
+    found = []
+    for name in module_classes:
+        cls = getattr(nn, name)
+        if name in MODULE_CTOR_ARGS or set(MODULE_FLAGS) & init_params(cls) \
+                or _holds_modules(cls):
+            continue
+        for args in PARAMETERLESS_TRIES:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    instance = cls(*args)
+            except Exception:  # noqa: BLE001 - these arguments do not build it
+                continue
+            if not list(instance.parameters()) and not list(instance.children()):
+                found.append(name)
+            break
+    return found
+
+
+def _holds_modules(cls):
+    """Whether instances of ``cls`` hold what they are given (a container, a wrapper):
+    ``nn.Module`` itself, an iterable class, or one whose ``__init__`` takes ``*args``,
+    ``**kwargs`` or a ``module`` and keeps a layer passed that way."""
+    if cls is nn.Module or hasattr(cls, "__iter__"):
+        return True
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    if not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in ("module", "modules")
+               for p in parameters):
+        return False
+    for call in (lambda: cls(nn.Linear(1, 1)), lambda: cls(layer=nn.Linear(1, 1))):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if list(call().parameters()):
+                    return True
+        except Exception:  # noqa: BLE001 - it does not take a layer this way
+            continue
+    return False
+
+
 def resolves(qualified):
     """Whether ``a.b.c`` imports as a module or resolves as an attribute of an importable one."""
     try:
@@ -447,6 +500,7 @@ def build():
         "non_tensor_methods": non_tensor_members(),
         "module_parameters": params,
         "module_flags": flags,
+        "parameterless_modules": parameterless_modules(module_classes),
         "nn_init_functions": [n for n in public(nn.init) if inspect.isfunction(getattr(nn.init, n))
                               and getattr(nn.init, n).__module__ == "torch.nn.init"],
         "grad_mode_contexts": {k: v for k, v in GRAD_MODE_CONTEXTS.items() if resolves(k)},

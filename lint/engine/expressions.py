@@ -380,11 +380,27 @@ class Expressions(Room):
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
         if name == "enumerate" and args:
             return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
+        if name == "setattr" and len(args) == 3:
+            return self._setattr(st, node, *args)
         if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
             if isinstance(args[0], Seq):
                 return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
             return IterableOf(self.element_of(st, args[0], node))
         return UNKNOWN
+
+    def _setattr(self, st: State, node: cst.Call, owner: Value, name: Value,
+                 value: Value) -> Value:
+        """``setattr(t, "requires_grad", True)`` sets the flag as ``t.requires_grad = True``
+        does; an attribute name not known may be that one. On anything else the call is
+        opaque (it may replace a model's layer)."""
+        if not isinstance(owner, TensorRef):
+            self.opaque_call(st, node, [owner, name, value])
+        elif not isinstance(name, Const):
+            self.tensors.set_requires_grad(st, owner, Tri.MAYBE, node, "`setattr(...)`")
+        elif name.value == "requires_grad":
+            self.tensors.set_requires_grad(st, owner, tri_of(value), node,
+                                           "`setattr(..., 'requires_grad', ...)`")
+        return Const(None)
 
     def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:
         """What iterating over ``iterable`` yields (the same abstract value each time)."""
@@ -503,7 +519,7 @@ LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted"})
+                      "int", "float", "round", "iter", "sorted", "setattr"})
 
 
 # Callables the engine does not follow that only read what they receive.

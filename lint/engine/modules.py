@@ -297,7 +297,8 @@ class Modules(Room):
                               method=f"nn.{module.kind}", site=site)
             return value
         operands = {"input": (value, input_text)}
-        inputs = [value]
+        # a layer whose parameters are unknown may make its output require grad
+        inputs = [value] if parameters_known(module) else [value, UNKNOWN]
         for name in parameters_of(module):
             parameter = self.module_attribute(st, module, name, None)
             label = self.engine.labels.get(module.obj, 'the layer')
@@ -314,8 +315,14 @@ class Modules(Room):
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 
 
+def parameters_known(module: ModuleObj) -> bool:
+    """Whether the layer's parameters are known (``parameters_of`` lists them all)."""
+    return module.kind in TORCH.module_parameters or module.kind in TORCH.parameterless_modules
+
+
 def parameters_of(module: ModuleObj) -> tuple:
-    """The names of a torch layer's own parameters (unsure ones included)."""
+    """The names of a torch layer's own parameters (unsure ones included; none where
+    they are unknown)."""
     if module.parameters is not None:
         return module.parameters
     return tuple(TORCH.module_parameters.get(module.kind, ()))
