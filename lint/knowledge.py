@@ -122,6 +122,17 @@ class TorchAPI:
         return self.data.get("parameter_positions", {})
 
     @cached_property
+    def inplace_scalar_overloads(self) -> dict:
+        """In-place op -> argument key -> the overload taken when that argument is a
+        Python number (``pow_`` with a number exponent does not save its output)."""
+        return self.data.get("inplace_scalar_overloads", {})
+
+    @cached_property
+    def operators(self) -> dict:
+        """Python operator -> the op it calls (``*`` -> ``mul``)."""
+        return self.data.get("operators", {})
+
+    @cached_property
     def inplace_saves_result(self) -> frozenset:
         return self._set("inplace_saves_result")
 
@@ -146,6 +157,8 @@ def _load() -> TorchAPI:
     # database showed for the ops they lack, then the aliases of both
     ops = {**_read("saved_opinfo.json").get("ops", {}), **saved.get("ops", {})}
     data["saved_ops"] = _with_aliases(ops, _read("aliases.json").get("aliases", {}))
+    data["operators"] = saved.get("operators", {})
+    data["inplace_scalar_overloads"] = saved.get("inplace_scalar_overloads", {})
     data["parameter_positions"] = _read("signatures.json").get("params", {})
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))

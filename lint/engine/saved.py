@@ -101,34 +101,64 @@ class SavedTensors(Room):
 
     def record_saves(self, st: State, node: cst.CSTNode, op: str, operands: dict,
                      result: Optional[TensorRef], display: str,
-                     site: Optional[Hashable] = None) -> frozenset:
+                     site: Optional[Hashable] = None,
+                     inplace_self: Optional[Tri] = None) -> frozenset:
         """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
         ``(value, text)``, the text as written or the node to write it from. Returns the
-        new records (to add to the result's ``saves``)."""
+        new records (to add to the result's ``saves``). ``inplace_self``: the op writes its
+        result into operand 0, which required grad so before the write; autograd keeps a
+        copy of that old value, and a saved output is recorded elsewhere."""
         entry = _entry(op, node, operands)
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
         result_requires_grad = self.tensors.facts(st, result).requires_grad if result else Tri.MAYBE
+        inplace = inplace_self is not None
+
+        def requires_grad(key: str) -> Tri:
+            if inplace and key == "0":
+                return inplace_self
+            return self.tensors.requires_grad_of(st, operands[key][0]) \
+                if key in operands else Tri.NO
+
         records = set()
         for key, conditions in entry.get("saved_args", {}).items():
             value, text = operands.get(key, (None, ""))
-            if not isinstance(value, TensorRef):
+            if inplace and key == "0":
                 continue
             if conditions:
-                needed = any(self.tensors.requires_grad_of(st, operands[str(c)][0]) is Tri.YES
-                             for c in conditions if str(c) in operands)
+                needed = any(requires_grad(str(c)) is Tri.YES for c in conditions)
             else:
                 needed = result_requires_grad is Tri.YES
-            if needed:
-                if not isinstance(text, str):
-                    text = source_text(text)
-                records.add(SaveRecord((site or id(node), key), self.counter_of(st, value.obj),
-                                       display, node, text))
-        if entry.get("saves_result") and not entry.get("saved_outputs") and result is not None \
-                and result_requires_grad is Tri.YES:
+            if not needed:
+                continue
+            # a list of tensors (``index_put_((i, j), v)``) saves each of them
+            tensors = [(key, value, text)] if isinstance(value, TensorRef) else \
+                [(f"{key}.{n}", item, "") for n, item in enumerate(value.items)
+                 if isinstance(item, TensorRef)] if isinstance(value, Seq) else []
+            for part, tensor, written in tensors:
+                if not isinstance(written, str):
+                    written = source_text(written)
+                written = written or self.engine.labels.get(tensor.obj, "")
+                records.add(SaveRecord((site or id(node), part),
+                                       self.counter_of(st, tensor.obj), display, node, written))
+        if entry.get("saves_result") and not entry.get("saved_outputs") and not inplace \
+                and result is not None and result_requires_grad is Tri.YES:
             records.add(SaveRecord((site or id(node), "result"), result.obj, display, node, ""))
         self.add_saves(st, records)
         return frozenset(records)
+
+    def save_inplace_operands(self, st: State, node: cst.CSTNode, target: TensorRef, op: str,
+                              operands: dict, display: str, self_requires_grad: Tri) -> None:
+        """An in-place op (``a.mul_(b)``, ``a *= b``, ``torch.clamp_(a, min=lo)``) saves of
+        its other operands what its out-of-place form ``op`` saves, under the conditions
+        ``a``'s requires-grad before the write (``self_requires_grad``) and the others'
+        set; autograd keeps a copy of ``a``'s old value itself, and whether it saves the
+        new one is ``inplace_saves_result``'s business."""
+        records = self.record_saves(st, node, op, operands, target, display,
+                                    inplace_self=self_requires_grad)
+        if records:
+            facts = self.tensors.facts(st, target)
+            st.heap[target.obj] = facts.evolve(saves=facts.saves | records)
 
     def save_indices(self, st: State, node: cst.CSTNode, indices: list, result: Value,
                      display: str) -> None:

@@ -12,6 +12,7 @@ from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
 from gradguard.events import InplaceWrite
+from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -171,8 +172,13 @@ class Statements(Room):
         current = self.expressions.evaluate(node.target, st)
         operand = self.expressions.evaluate(node.value, st)
         if isinstance(current, TensorRef) and operator is not None:
-            self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
-                              operands=[operand])
+            before = self.tensors.requires_grad_of(st, current)
+            if self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
+                                         operands=[operand]):
+                self.saved.save_inplace_operands(
+                    st, node, current, TORCH.operators.get(operator[:-1], ""),
+                    {"0": (current, node.target), "1": (operand, node.value)}, operator,
+                    before)
             return st  # the same object, changed in place
         if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
             result = self.tensors.op_result(st, node, (current, operand), "matmul", {

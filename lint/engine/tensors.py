@@ -188,12 +188,14 @@ class Tensors(Room):
     def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
                      target_node: cst.CSTNode | str, operation: str,
                      index: Optional[IndexKind] = None, method: Optional[str] = None,
-                     site: Optional[Hashable] = None, operands: Iterable[Value] = ()) -> None:
+                     site: Optional[Hashable] = None, operands: Iterable[Value] = ()) -> bool:
         """A write into ``target``'s storage: tell the rules, and note which saved
         tensors it changed. ``operands`` are the values written in (``y`` in ``x += y``,
-        ``x.copy_(y)``, ``x[i] = y``): when one requires grad, so does ``x`` afterwards."""
+        ``x.copy_(y)``, ``x[i] = y``): when one requires grad, so does ``x`` afterwards.
+        Returns whether the write happens (False where torch raises at it, or for a
+        value that is not known to be a tensor)."""
         if not isinstance(target, TensorRef):
-            return
+            return False
         facts = self.facts(st, target)
         root = self.root_of(st, target.obj)
         root_facts = st.heap.get(root) if root is not None else None
@@ -211,10 +213,10 @@ class Tensors(Room):
                 via=self.engine.calls.via(memory), called_from=self.engine.calls.outermost))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
-            return  # torch raises right here (GG101/GG102): nothing after it runs
+            return False  # torch raises right here (GG101/GG102): nothing after it runs
         if (facts.multi_view or facts.function_view) and st.grad is Tri.YES \
                 and facts.requires_grad is Tri.YES:
-            return  # GG203, GG205: torch raises right here
+            return False  # GG203, GG205: torch raises right here
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
@@ -226,14 +228,17 @@ class Tensors(Room):
         original = self.detached_original(st, target.obj)
         if original is not None and st.mutations == live_before:
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
+        operands = list(operands)
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
-                and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
+                and st.grad is Tri.YES and not _scalar_form(method, operands):
+            # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
             record = SaveRecord((site or id(node), "result"), counter, method, node, text)
             self.saved.add_saves(st, [record])
             st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
         if operands:
             self.absorb_operands(st, [target.obj] + ([root] if root is not None else []),
                                  operands)
+        return True
 
     def absorb_operands(self, st: State, written: list, operands: Iterable[Value]) -> None:
         """An in-place op whose operand requires grad (``total += loss``, ``x.copy_(y)``,
@@ -316,8 +321,13 @@ class Tensors(Room):
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
             return Const(None)
         if name in TORCH.inplace_methods:
-            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
-                              operands=args)
+            before = self.requires_grad_of(st, tensor)
+            if self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
+                                 operands=args):
+                operands = self.expressions.positional_operands(
+                    node, args, (tensor, source_text(receiver_node)), name[:-1])
+                self.saved.save_inplace_operands(st, node, tensor, name[:-1], operands, name,
+                                                 before)
             return tensor
         if name == "backward":
             # Tensor.backward(gradient, retain_graph, create_graph)
@@ -377,3 +387,13 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
 SNAPSHOTS = frozenset({"clone", "copy", "contiguous"})
 
+
+def _scalar_form(method: str, operands: list) -> bool:
+    """Whether the in-place ``method`` may be its overload that saves no output: the
+    table's ``inplace_scalar_overloads`` (``a.pow_(2)`` is ``pow_.Scalar``) where the
+    operand is not known to be a tensor."""
+    for key in TORCH.inplace_scalar_overloads.get(method, {}):
+        position = int(key) - 1  # the operands follow the receiver, key 0
+        if position >= len(operands) or not isinstance(operands[position], TensorRef):
+            return True
+    return False

@@ -111,8 +111,13 @@ class TorchCalls(Room):
             return self.tensors.new_tensor(st, id(node),
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
         if name in TORCH.inplace_functions:
-            self.tensors.emit_inplace(st, node, arg0, node.args[0].value if node.args else node,
-                              f"`torch.{name}`", operands=args[1:])
+            before = self.tensors.requires_grad_of(st, arg0)
+            if self.tensors.emit_inplace(st, node, arg0,
+                                         node.args[0].value if node.args else node,
+                                         f"`torch.{name}`", operands=args[1:]):
+                operands = self.expressions.positional_operands(node, args, op=name[:-1])
+                self.saved.save_inplace_operands(st, node, arg0, name[:-1], operands,
+                                                 f"torch.{name}", before)
             return arg0
         if name in TORCH.view_functions and isinstance(arg0, TensorRef):
             return self.tensors.view_of(st, node, arg0, f"torch.{name}")
