@@ -86,6 +86,9 @@ class TensorFacts:
     # ``.data``/``.detach()`` (it adds to the value, not to the gradient), (node,
     # "detach_") for a ``detach_()`` of a tensor whose graph was still live.
     dropped_terms: frozenset = frozenset()
+    # Laid out contiguously (``reshape`` and ``contiguous`` then alias it): a factory's
+    # output, and a pointwise op's or a shape view's of contiguous tensors.
+    contiguous: Tri = Tri.MAYBE
 
     def join(self, other: "TensorFacts") -> "TensorFacts":
         if self == other:
@@ -106,6 +109,7 @@ class TensorFacts:
             retains_grad=self.retains_grad or other.retains_grad,
             rewrapped=self.rewrapped if self.rewrapped == other.rewrapped else None,
             dropped_terms=self.dropped_terms & other.dropped_terms,
+            contiguous=self.contiguous.join(other.contiguous),
         )
 
     def evolve(self, **changes) -> "TensorFacts":

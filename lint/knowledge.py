@@ -40,6 +40,17 @@ class TorchAPI:
         return self._set("maybe_view_methods")
 
     @cached_property
+    def maybe_view_functions(self) -> frozenset:
+        """``torch.reshape``, ``torch.flatten``: a view when the layout allows, else a copy."""
+        return self._set("maybe_view_functions")
+
+    @cached_property
+    def pointwise_ops(self) -> frozenset:
+        """Ops every overload of which is pointwise (``exp``, ``mul``, ``relu``): their
+        output of contiguous inputs is contiguous."""
+        return self._set("pointwise_ops")
+
+    @cached_property
     def multi_view_methods(self) -> frozenset:
         return self._set("multi_view_methods")
 

@@ -58,6 +58,7 @@ Keys:
     is a base's behind ``*args``) and the parameters
     it controls, i.e. those an instance with every flag on has and one with this flag off
     (the others on) lacks; a ``*args, **kwargs`` signature defers to the base classes.
+  pointwise_ops: ATen ops all of whose overloads are tagged ``torch.Tag.pointwise``.
   parameterless_modules: torch.nn Module classes an instance of which (built with the first
     of PARAMETERLESS_TRIES that works) has no parameter and no child module, and whose
     ``__init__`` takes no MODULE_FLAGS flag. Any other layer's parameters are unknown unless
@@ -384,6 +385,25 @@ def module_facts():
     return params, flags
 
 
+def pointwise_ops():
+    """ATen ops every tensor overload of which carries ``torch.Tag.pointwise`` (the
+    ``out=`` overloads and TorchScript's number overloads, untagged, do not count)."""
+    tags = collections.defaultdict(set)
+    for schema in torch._C._jit_get_all_schemas():
+        if not schema.name.startswith("aten::") or schema.overload_name.endswith("out") \
+                or not any(isinstance(a.type, torch.TensorType) for a in schema.arguments) \
+                or not any(isinstance(r.type, torch.TensorType) for r in schema.returns):
+            continue
+        name = schema.name[6:]
+        try:
+            overload = getattr(getattr(torch.ops.aten, name), schema.overload_name or "default")
+        except (AttributeError, RuntimeError):
+            tags[name].add(False)
+            continue
+        tags[name].add(torch.Tag.pointwise in overload.tags)
+    return sorted(name for name, pointwise in tags.items() if pointwise == {True})
+
+
 PARAMETERLESS_TRIES = [(), (2,), (1, 2), (2, 3), (2, 3, 4)]
 
 
@@ -501,6 +521,7 @@ def build():
         "module_parameters": params,
         "module_flags": flags,
         "parameterless_modules": parameterless_modules(module_classes),
+        "pointwise_ops": pointwise_ops(),
         "nn_init_functions": [n for n in public(nn.init) if inspect.isfunction(getattr(nn.init, n))
                               and getattr(nn.init, n).__module__ == "torch.nn.init"],
         "grad_mode_contexts": {k: v for k, v in GRAD_MODE_CONTEXTS.items() if resolves(k)},

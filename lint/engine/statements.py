@@ -110,6 +110,20 @@ class Statements(Room):
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value, UNKNOWN, st, node)
 
+    def _assign_data(self, target: cst.Attribute, owner: TensorRef, st: State,
+                     node: cst.CSTNode) -> None:
+        """``x.data = y``: a write through the ``.data`` view, which may also give ``x``
+        another layout (``y.t()``)."""
+        if "inplace_write" in self.engine.handlers:
+            written = self.expressions.attribute_of(st, owner, "data", target, None)
+            self.engine.dispatch("inplace_write", InplaceWrite(
+                node=node, target_text=source_text(target.value),
+                target=self.tensors.facts(st, written),
+                root=self.tensors.facts(st, owner), root_text=source_text(target.value),
+                operation="assignment to `.data`", grad_enabled=st.grad, through_data=True,
+                data_assignment=True))
+        self.tensors.forget_layout(st, owner)
+
     def _bind_attribute(self, target: cst.Attribute, value: Value, st: State,
                         node: cst.CSTNode) -> None:
         owner = self.expressions.evaluate(target.value, st)
@@ -118,15 +132,8 @@ class Statements(Room):
             if attr == "requires_grad":
                 self.tensors.set_requires_grad(st, owner, tri_of(value), node,
                                                "`requires_grad = True`")
-            elif attr == "data" and "inplace_write" in self.engine.handlers:
-                # the .data view
-                written = self.expressions.attribute_of(st, owner, "data", target, None)
-                self.engine.dispatch("inplace_write", InplaceWrite(
-                    node=node, target_text=source_text(target.value),
-                    target=self.tensors.facts(st, written),
-                    root=self.tensors.facts(st, owner), root_text=source_text(target.value),
-                    operation="assignment to `.data`", grad_enabled=st.grad, through_data=True,
-                    data_assignment=True))
+            elif attr == "data":
+                self._assign_data(target, owner, st, node)
             return  # ``.grad = ...``: nothing to track
         path = dotted(target)
         if path is None:

@@ -31,6 +31,7 @@ from gradguard.values import (
     Seq,
     TensorRef,
     Value,
+    is_number,
 )
 
 
@@ -101,7 +102,7 @@ class Tensors(Room):
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer,
             why_no_grad=why if requires_grad is Tri.NO else None,
-            dropped_terms=dropped))
+            dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs)))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -109,6 +110,23 @@ class Tensors(Room):
             saves |= self.saved.record_saves(st, node, table_name, operands, result, producer, site)
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=saves | extra_saves)
         return result
+
+    def forget_layout(self, st: State, tensor: TensorRef) -> None:
+        """``t.t_()``, ``t.data = u``: the tensor's layout is no longer known."""
+        st.heap[tensor.obj] = self.facts(st, tensor).evolve(contiguous=Tri.MAYBE)
+
+    def _pointwise_layout(self, st: State, producer: str, inputs: Iterable[Value]) -> Tri:
+        """A pointwise op of contiguous tensors (and numbers) gives a contiguous tensor."""
+        name = producer.removeprefix("torch.").removeprefix("F.")
+        if name not in TORCH.pointwise_ops:
+            return Tri.MAYBE
+        for value in inputs:
+            if isinstance(value, TensorRef):
+                if self.facts(st, value).contiguous is not Tri.YES:
+                    return Tri.MAYBE
+            elif not (is_number(value) or isinstance(value, Const)):
+                return Tri.MAYBE
+        return Tri.YES
 
     def saves_of(self, st: State, value: Value) -> frozenset:
         """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
@@ -136,10 +154,22 @@ class Tensors(Room):
                 multi_view: bool = False) -> TensorRef:
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
+        keeps_layout = producer.removeprefix("torch.") in SHAPE_VIEWS
         return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
             created_with_grad=st.grad, producer=producer, saves=base_facts.saves,
-            multi_view=multi_view, function_view=base_facts.function_view))
+            multi_view=multi_view, function_view=base_facts.function_view,
+            contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE))
+
+    def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
+                 producer: str) -> Optional[TensorRef]:
+        """``reshape``, ``flatten``, ``ravel``, ``contiguous`` of a tensor known to be
+        contiguous: a view of it (``contiguous()``: the tensor itself); None when its
+        layout is unknown (a view or a copy)."""
+        if self.facts(st, tensor).contiguous is not Tri.YES \
+                or producer.removeprefix("torch.") not in RESHAPES:
+            return None
+        return tensor if producer == "contiguous" else self.view_of(st, node, tensor, producer)
 
     def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: str) -> Value:
         """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
@@ -229,6 +259,8 @@ class Tensors(Room):
         if original is not None and st.mutations == live_before:
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         operands = list(operands)
+        if method is not None and _relayouts(method):
+            self.forget_layout(st, target)
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
                 and st.grad is Tri.YES and not _scalar_form(method, operands):
             # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
@@ -348,6 +380,9 @@ class Tensors(Room):
                                                         "retain_grad", "tolist", "numpy"):
             return UNKNOWN
         if name in TORCH.maybe_view_methods:
+            view = self.reshaped(st, node, tensor, name)
+            if view is not None:
+                return view
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
             facts = self.facts(st, tensor)
             return self.new_tensor(st, id(node), TensorFacts(
@@ -397,3 +432,16 @@ def _scalar_form(method: str, operands: list) -> bool:
         if position >= len(operands) or not isinstance(operands[position], TensorRef):
             return True
     return False
+
+
+# Views that keep a contiguous tensor contiguous.
+SHAPE_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", "ravel",
+                         "unflatten", "unsqueeze", "squeeze"})
+# Maybe-views that are views of a contiguous tensor (``contiguous()`` returns it).
+RESHAPES = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
+
+
+def _relayouts(method: str) -> bool:
+    """Whether the in-place ``method`` may change its tensor's layout (``t_``,
+    ``transpose_``, ``as_strided_``, ``resize_``, ``set_``)."""
+    return method[:-1] in TORCH.view_methods or method in ("set_", "resize_", "resize_as_")

@@ -34,8 +34,11 @@ class TorchCalls(Room):
     """Calls of torch's functions: ``torch.*``, ``torch.nn.functional``, factories, grad-mode
     contexts."""
 
-    def factory(self, st: State, node: cst.Call, args: list, how: str) -> TensorRef:
+    def factory(self, st: State, node: cst.Call, args: list, how: str,
+                contiguous: Tri = Tri.YES) -> TensorRef:
         flag = self.expressions.argument(node, args, "requires_grad")
+        if self.expressions.argument(node, args, "memory_format") is not None:
+            contiguous = Tri.MAYBE  # torch.zeros(..., memory_format=torch.channels_last)
         requires_grad = Tri.NO if flag is None else tri_of(flag)
         rewrapped = None
         if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
@@ -47,7 +50,7 @@ class TorchCalls(Room):
             if requires_grad is Tri.YES else None,
             why_no_grad=Origin(node, f"created by {how} without requires_grad=True")
             if requires_grad is Tri.NO else None,
-            rewrapped=rewrapped))
+            rewrapped=rewrapped, contiguous=contiguous))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
@@ -106,7 +109,11 @@ class TorchCalls(Room):
                 return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
         if name in TORCH.factories or name == "Variable":
-            return self.factory(st, node, args, f"`torch.{name}`")
+            # a *_like factory keeps its input's layout, empty_strided makes the one it is
+            # given, Variable(t, requires_grad=...) wraps t
+            layout_unknown = name.endswith("_like") or name in ("empty_strided", "Variable")
+            return self.factory(st, node, args, f"`torch.{name}`",
+                                Tri.MAYBE if layout_unknown else Tri.YES)
         if name in TORCH.legacy_tensor_types:
             return self.tensors.new_tensor(st, id(node),
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
@@ -121,6 +128,10 @@ class TorchCalls(Room):
             return arg0
         if name in TORCH.view_functions and isinstance(arg0, TensorRef):
             return self.tensors.view_of(st, node, arg0, f"torch.{name}")
+        if name in TORCH.maybe_view_functions and isinstance(arg0, TensorRef):
+            view = self.tensors.reshaped(st, node, arg0, f"torch.{name}")
+            if view is not None:
+                return view
         if name in TORCH.multi_view_functions:
             return self.tensors.multi_views(st, node, arg0, f"torch.{name}")
         if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
