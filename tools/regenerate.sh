@@ -9,3 +9,4 @@ PYTHON="${PYTHON:-python}"
 # torch's own test database (op_db) needs numpy and expecttest besides torch
 "$PYTHON" tools/gen_aliases.py
 "$PYTHON" tools/probe_opinfo.py --write
+"$PYTHON" tools/probe_rsample.py --write

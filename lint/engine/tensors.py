@@ -125,12 +125,20 @@ class Tensors(Room):
         """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
         graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
         output = self.op_result(st, node, inputs, op, operands, site=site)
-        facts = self.facts(st, output)
-        if 0 in saved_outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
-            record = SaveRecord((site or id(node), "output 0"), output.obj, op, node, "")
-            self.saved.add_saves(st, [record])
-            st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+        if 0 in saved_outputs:
+            self.save_output(st, node, output, "output 0", op, site)
         return Seq((output, UNKNOWN))
+
+    def save_output(self, st: State, node: cst.CSTNode, output: TensorRef, key: str, op: str,
+                    site: Optional[Hashable] = None) -> None:
+        """``output`` is saved for backward by ``op``, which computed it (when ``output``
+        requires grad and a graph is recorded); ``key`` names the save among the op's."""
+        facts = self.facts(st, output)
+        if facts.requires_grad is not Tri.YES or st.grad is not Tri.YES:
+            return
+        record = SaveRecord((site or id(node), key), output.obj, op, node, "")
+        self.saved.add_saves(st, [record])
+        st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
 
     def view_of(self, st: State, node: Hashable, base: TensorRef, producer: str,
                 multi_view: bool = False) -> TensorRef:
