@@ -226,13 +226,14 @@ class Tensors(Room):
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
-        live_before = st.mutations
-        self.saved.write_to_saved(st, node, counter, text, operation, parameter, target.obj)
+        hit = self.saved.write_to_saved(st, node, counter, text, operation, parameter,
+                                        target.obj)
         if through_data:  # moves only .data's own counter: the saved copy is silently changed
-            self.saved.write_to_saved(st, node, memory, text, operation, parameter, target.obj,
-                                silent=True)
+            hit |= self.saved.write_to_saved(st, node, memory, text, operation, parameter,
+                                             target.obj, silent=True)
         original = self.detached_original(st, target.obj)
-        if original is not None and st.mutations == live_before:
+        if original is not None and not hit \
+                and not any(write[:2] == (original, node) for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
                 and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result
@@ -323,9 +324,9 @@ class Tensors(Room):
         if name == "retain_grad":
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
             return Const(None)
-        if name in TORCH.inplace_methods:
-            self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
-                              operands=args)
+        if name in TORCH.inplace_methods:  # one finding per chain: at its first write
+            self.emit_inplace(st, inplace_chain_head(node), tensor, receiver_node, f"`{name}`",
+                              method=name, operands=args)
             return tensor
         if name == "backward":
             # Tensor.backward(gradient, retain_graph, create_graph)
@@ -374,6 +375,20 @@ class Tensors(Room):
             grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
             rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
+
+
+def inplace_chain_head(node: cst.Call) -> cst.Call:
+    """The first call of a chain of in-place methods (``x.data.mul_(2).add_(1)``: the
+    ``mul_`` call). Each returns its receiver, so the chain writes one tensor: its writes
+    are one finding, placed and worded at the first."""
+    head = node
+    while isinstance(head.func, cst.Attribute) and isinstance(head.func.value, cst.Call):
+        inner = head.func.value
+        if not (isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value in TORCH.inplace_methods):
+            break
+        head = inner
+    return head
 
 
 ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context
