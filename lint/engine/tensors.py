@@ -233,7 +233,8 @@ class Tensors(Room):
                                              target.obj, silent=True)
         original = self.detached_original(st, target.obj)
         if original is not None and not hit \
-                and not any(write[:2] == (original, node) for write in st.alias_writes):
+                and not any(write[0] == original and write[1] is node
+                            for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
                 and st.grad is Tri.YES:  # relu_, sigmoid_, ReLU(inplace=True): save the result

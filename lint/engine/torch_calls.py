@@ -200,6 +200,7 @@ class TorchCalls(Room):
 # rsample, cdf...) depend on the distribution's parameters.
 DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
 
+
 def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorFacts) -> bool:
     """``torch.tensor(loss.item(), ...)``, ``torch.tensor(loss, ...)``: a value taken out of
     a graph (a tensor, or a Python number read from one)."""
