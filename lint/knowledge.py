@@ -152,6 +152,13 @@ class TorchAPI:
         return self._set("multi_view_functions")
 
     @cached_property
+    def rsample_saves_result(self) -> frozenset:
+        """``torch.distributions`` classes whose ``rsample()`` returns a tensor its own
+        graph saved for backward (``RelaxedOneHotCategorical``: its last op is ``exp``)."""
+        return frozenset(name for name, saved in self.data.get("rsample_saves", {}).items()
+                         if saved)
+
+    @cached_property
     def grad_mode_contexts(self) -> dict:
         return self.data.get("grad_mode_contexts", {})
 
@@ -173,6 +180,7 @@ def _load() -> TorchAPI:
     data["parameter_positions"] = _read("signatures.json").get("params", {})
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
+    data["rsample_saves"] = _read("rsample_saves.json").get("saves_result", {})
     return TorchAPI(data)
 
 

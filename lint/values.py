@@ -241,8 +241,10 @@ class Optimizer(Value):
 
 @dataclass(frozen=True)
 class Distribution(Value):
-    """A ``torch.distributions`` object; what it computes depends on ``inputs``."""
+    """A ``torch.distributions`` object of class ``kind`` (``"Normal"``); what it computes
+    depends on ``inputs``."""
 
+    kind: str
     inputs: tuple
 
 

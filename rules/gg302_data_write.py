@@ -34,11 +34,17 @@ class DataWrite(Rule):
         for p in critic.parameters():
             p.clamp_(-0.01, 0.01)
     ```
-    For an assignment ``x.data = y``, use ``with torch.no_grad(): x.copy_(y)``.
+    For an assignment ``x.data = y``, use ``with torch.no_grad(): x.copy_(y)`` when ``y``
+    has ``x``'s shape, dtype and device; otherwise rebind ``x`` (a parameter: as a new
+    ``nn.Parameter``).
 
     ## Fix safety
     Equivalent when nothing saved the tensor; the fixture oracle checks that the
-    ``torch.no_grad()`` form leaves every tensor with the same values.
+    ``torch.no_grad()`` form leaves every tensor with the same values. For ``x.data = y``,
+    ``copy_`` is equivalent only when ``y`` has ``x``'s shape, dtype and device (it
+    broadcasts or rejects another shape and converts another dtype or device), which the
+    linter does not know. Rebinding makes a new tensor: an optimizer or a hook that holds
+    the old one keeps it, which is where ``x.data = y`` is deliberate (``# noqa: GG302``).
     """
 
     code = "GG302"
@@ -54,7 +60,8 @@ class DataWrite(Rule):
             self.report(
                 event.node,
                 f"assignment to {quote(text + '.data')} bypasses autograd's checks; use "
-                f"`with torch.no_grad(): {text}.copy_(...)`",
+                f"`with torch.no_grad(): {text}.copy_(...)` if the value has its shape, dtype "
+                f"and device, else rebind {quote(text)} (as a new `nn.Parameter` if it is one)",
             )
             return
         fix = f"`{base}` under `with torch.no_grad():`" if base else \

@@ -11,6 +11,7 @@ the annotations across the folder.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,15 @@ def test_linter_matches_annotations(path: Path) -> None:
         report.append(f"  unexpected ({len(unexpected)}): reported but not annotated\n"
                       + _show(unexpected, lines, folder, messages))
     assert not report, f"{_rel(path)}: findings differ from the # expect: annotations\n" + "\n".join(report)
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=_rel(p)) for p in FIXTURES])
+def test_one_finding_per_place(path: Path) -> None:
+    """An annotation stands for one finding: no rule reports twice at one place. (A chain
+    of in-place calls on one tensor, ``w.data.mul_(2).add_(1)``, is one finding, at its
+    first write; the chain's calls all start where the statement does.)"""
+    places = Counter((f.path, f.line, f.col, f.code) for f in _all_findings(path))
+    assert [place for place, count in places.items() if count > 1] == []
 
 
 def _all_findings(path: Path) -> list:

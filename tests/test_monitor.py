@@ -420,6 +420,26 @@ def test_a_function_saved_input_is_kept_as_torch_keeps_it() -> None:
     assert [e.code for e in monitor.events] == ["GG302"]
 
 
+def test_data_assignment_suggests_copy_only_when_it_is_the_same() -> None:
+    """``x.data = y`` is ``copy_`` under ``no_grad`` only when ``y`` has ``x``'s shape, dtype
+    and device: the monitor, which sees both, suggests ``copy_`` then and a rebinding else."""
+    def program():
+        w = torch.nn.Parameter(torch.ones(3))
+        w.data = torch.zeros(3)
+        v = torch.nn.Parameter(torch.ones(3))
+        v.data = torch.zeros(2)
+        u = torch.nn.Parameter(torch.ones(3))
+        u.data = torch.zeros(3, dtype=torch.float64)
+
+    with Monitor() as monitor:
+        program()
+    messages = [e.message for e in sorted(monitor.events, key=lambda e: e.line)]
+    assert [e.code for e in monitor.events] == ["GG302"] * 3
+    assert "use `with torch.no_grad(): x.copy_(y)`" in messages[0]
+    assert all("copy_` needs the same shape, dtype and device: rebind x" in m
+               for m in messages[1:])
+
+
 def test_function_codes_follow_the_linters_precedence(tmp_path: Path) -> None:
     """A parameter update into what ctx.save_for_backward saved is GG206, not GG202; a write
     inside a forward into a Function's save is GG204, not GG206."""

@@ -9,4 +9,5 @@ PYTHON="${PYTHON:-python}"
 # torch's own test database (op_db) needs numpy and expecttest besides torch
 "$PYTHON" tools/gen_aliases.py
 "$PYTHON" tools/probe_opinfo.py --write
+"$PYTHON" tools/probe_rsample.py --write
 "$PYTHON" tools/gen_signatures.py --write  # reads the tables above

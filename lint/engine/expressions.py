@@ -429,9 +429,7 @@ class Expressions(Room):
         if isinstance(owner, TensorRef):
             return self.tensors.tensor_method(st, node, owner, name, args)
         if isinstance(owner, Distribution):
-            if name in DISTRIBUTION_NO_GRAD:
-                return self.tensors.op_result(st, node, [], f"{name}")  # sample(): no graph
-            return self.tensors.op_result(st, node, [*owner.inputs, *args], f"distribution.{name}")
+            return self.torch.distribution_method(st, node, owner, name, args)
         if isinstance(owner, Optimizer):
             if name == "step":  # updates every parameter it owns, in place
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
@@ -510,10 +508,6 @@ BINARY_OPS = {
     cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
     cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
 }
-
-# Distribution methods whose result carries no graph; the others (log_prob, entropy,
-# rsample, cdf...) depend on the distribution's parameters.
-DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
 
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 

@@ -201,22 +201,29 @@ class SavedTensors(Room):
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
                        target: Optional[Hashable] = None, silent: bool = False,
-                       detach: bool = False, optimizer: Optional[str] = None) -> None:
+                       detach: bool = False, optimizer: Optional[str] = None) -> bool:
         """A write moved the version counter of ``written`` (through the object
-        ``target``): every live save of that storage now has a pending mutation."""
+        ``target``): every live save of that storage now has a pending mutation, unless
+        one is pending from the same node already (a chain ``y.mul_(2).add_(1)`` is one
+        write, worded by its first call). Returns whether the write hit a live save."""
         if st.allow_mutation:
-            return
+            return False
         hits = [save for save in st.saves if self.covers(written, save.storage)
                 and save not in st.stale
                 and not (detach and save.key[1] == "result")]  # detach_ spares saved outputs
-        if hits:
+        if not hits:
+            return False
+        pending = {mutation.save for mutation in st.mutations if mutation.node is node}
+        fresh = [save for save in hits if save not in pending]
+        if fresh:
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
                          in_function=self.engine.custom_functions.current,
                          via=self.engine.calls.via(written))
-                for save in hits)
+                for save in fresh)
+        return True
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
                      retain: Tri, text: str = "the tensor") -> None:

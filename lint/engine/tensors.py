@@ -143,12 +143,20 @@ class Tensors(Room):
         """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
         graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
         output = self.op_result(st, node, inputs, op, operands, site=site)
-        facts = self.facts(st, output)
-        if 0 in saved_outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
-            record = SaveRecord((site or id(node), "output 0"), output.obj, op, node, "")
-            self.saved.add_saves(st, [record])
-            st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+        if 0 in saved_outputs:
+            self.save_output(st, node, output, "output 0", op, site)
         return Seq((output, UNKNOWN))
+
+    def save_output(self, st: State, node: cst.CSTNode, output: TensorRef, key: str, op: str,
+                    site: Optional[Hashable] = None) -> None:
+        """``output`` is saved for backward by ``op``, which computed it (when ``output``
+        requires grad and a graph is recorded); ``key`` names the save among the op's."""
+        facts = self.facts(st, output)
+        if facts.requires_grad is not Tri.YES or st.grad is not Tri.YES:
+            return
+        record = SaveRecord((site or id(node), key), output.obj, op, node, "")
+        self.saved.add_saves(st, [record])
+        st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
 
     def view_of(self, st: State, node: Hashable, base: TensorRef, producer: str,
                 multi_view: bool = False) -> TensorRef:
@@ -250,13 +258,15 @@ class Tensors(Room):
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
-        live_before = st.mutations
-        self.saved.write_to_saved(st, node, counter, text, operation, parameter, target.obj)
+        hit = self.saved.write_to_saved(st, node, counter, text, operation, parameter,
+                                        target.obj)
         if through_data:  # moves only .data's own counter: the saved copy is silently changed
-            self.saved.write_to_saved(st, node, memory, text, operation, parameter, target.obj,
-                                silent=True)
+            hit |= self.saved.write_to_saved(st, node, memory, text, operation, parameter,
+                                             target.obj, silent=True)
         original = self.detached_original(st, target.obj)
-        if original is not None and st.mutations == live_before:
+        if original is not None and not hit \
+                and not any(write[0] == original and write[1] is node
+                            for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         operands = list(operands)
         if method is not None and _relayouts(method):
@@ -352,10 +362,10 @@ class Tensors(Room):
         if name == "retain_grad":
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
             return Const(None)
-        if name in TORCH.inplace_methods:
+        if name in TORCH.inplace_methods:  # one finding per chain: at its first write
             before = self.requires_grad_of(st, tensor)
-            if self.emit_inplace(st, node, tensor, receiver_node, f"`{name}`", method=name,
-                                 operands=args):
+            if self.emit_inplace(st, inplace_chain_head(node), tensor, receiver_node,
+                                 f"`{name}`", method=name, operands=args):
                 operands = self.expressions.positional_operands(
                     node, args, (tensor, source_text(receiver_node)), name[:-1])
                 self.saved.save_inplace_operands(st, node, tensor, name[:-1], operands, name,
@@ -411,6 +421,20 @@ class Tensors(Room):
             grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
             rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
+
+
+def inplace_chain_head(node: cst.Call) -> cst.Call:
+    """The first call of a chain of in-place methods (``x.data.mul_(2).add_(1)``: the
+    ``mul_`` call). Each returns its receiver, so the chain writes one tensor: its writes
+    are one finding, placed and worded at the first."""
+    head = node
+    while isinstance(head.func, cst.Attribute) and isinstance(head.func.value, cst.Call):
+        inner = head.func.value
+        if not (isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value in TORCH.inplace_methods):
+            break
+        head = inner
+    return head
 
 
 ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context

@@ -1,5 +1,5 @@
 """Calls of torch's functions: ``torch.*``, ``torch.nn.functional``, factories, grad-mode
-contexts."""
+contexts, ``torch.distributions`` objects' methods."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from gradguard.values import (
 
 class TorchCalls(Room):
     """Calls of torch's functions: ``torch.*``, ``torch.nn.functional``, factories, grad-mode
-    contexts."""
+    contexts, ``torch.distributions`` objects' methods."""
 
     def factory(self, st: State, node: cst.Call, args: list, how: str,
                 contiguous: Tri = Tri.YES) -> TensorRef:
@@ -86,7 +86,7 @@ class TorchCalls(Room):
                 owners |= {owner} if owner is not None else self.saved.owners_of(value)
             return Optimizer(owners) if owners else UNKNOWN
         if namespace.startswith("torch.distributions") and name[:1].isupper():
-            return Distribution(tuple(args))
+            return Distribution(name, tuple(args))
         if namespace in ("torch.linalg", "torch.special", "torch.fft"):
             return self._namespaced_op(st, node, f"{namespace[6:]}.{name}", args)
         if namespace == "torch.nn.init":
@@ -96,6 +96,20 @@ class TorchCalls(Room):
         if qualname in TORCH.grad_mode_contexts:
             return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
         return UNKNOWN
+
+    def distribution_method(self, st: State, node: cst.Call, distribution: Distribution,
+                            name: str, args: list) -> Value:
+        """``dist.rsample()``, ``dist.log_prob(x)``: a tensor computed from the
+        distribution's inputs (``sample()`` and the like: one with no graph). The sample of
+        a class whose ``rsample`` ends in an op that saves its output (by
+        ``tools/probe_rsample.py``) is saved for backward."""
+        if name in DISTRIBUTION_NO_GRAD:
+            return self.tensors.op_result(st, node, [], name)
+        inputs = [*distribution.inputs, *args]
+        result = self.tensors.op_result(st, node, inputs, f"distribution.{name}")
+        if name == "rsample" and distribution.kind in TORCH.rsample_saves_result:
+            self.tensors.save_output(st, node, result, "result", f"{distribution.kind}.rsample")
+        return result
 
     def _torch_function(self, st, node, name, args, arg0) -> Value:
         context = TORCH.grad_mode_contexts.get(f"torch.{name}")
@@ -196,6 +210,11 @@ class TorchCalls(Room):
         mode = tri_of(args[0]) if args else Tri.MAYBE
         st.grad = mode  # set_grad_enabled(...) takes effect when called
         return GradMode(mode)
+
+
+# Distribution methods whose result carries no graph; the others (log_prob, entropy,
+# rsample, cdf...) depend on the distribution's parameters.
+DISTRIBUTION_NO_GRAD = frozenset({"sample", "sample_n", "enumerate_support"})
 
 
 def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorFacts) -> bool:

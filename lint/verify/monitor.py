@@ -288,6 +288,17 @@ _MD_RECS = "gradguard.saved"  # node.metadata keys
 _MD_DONE = "gradguard.consumed"
 
 
+def _data_assignment_fix(args) -> str:
+    """The fix for ``x.data = y`` (``args`` is ``(x, y)``): ``copy_`` under ``no_grad`` is
+    the same only when ``y`` has ``x``'s shape, dtype and device."""
+    x, y = (tuple(args) + (None, None))[:2]
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) \
+            and (x.shape, x.dtype, x.device) == (y.shape, y.dtype, y.device):
+        return "use `with torch.no_grad(): x.copy_(y)`"
+    return ("`copy_` needs the same shape, dtype and device: rebind x (as a new `nn.Parameter` "
+            "if it is one)")
+
+
 def _function_output(t, args) -> bool:
     """Is ``t``, which a custom Function's ``ctx.save_for_backward`` is saving, one of that
     apply's outputs? torch's test: its ``grad_fn`` is the Function's new node. ``args`` are
@@ -669,7 +680,7 @@ class Monitor:
                 if file is not None:
                     self._data_writes.setdefault(
                         (file, line), ("assignment to `.data` (swaps the storage behind autograd's back); "
-                                       "use `with torch.no_grad(): x.copy_(y)`",))
+                                       + _data_assignment_fix(args),))
             return self._run(func, args, kwargs, None)
         if k == _DETACH:
             out = self._run(func, args, kwargs, None)

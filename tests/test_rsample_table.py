@@ -1,0 +1,57 @@
+"""rules/data/rsample_saves.json: which distributions' ``rsample()`` result is saved.
+
+The table is plain JSON (the linter reads it without torch). Where torch is importable it is
+re-derived here with tools/probe_rsample.py (saved_tensors_hooks and version counters on
+``rsample``, every argument requiring grad or not, confirmed by a real write before
+backward), so a wrong entry fails. Regenerate with ``python tools/probe_rsample.py --write``.
+"""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradguard.knowledge import TORCH
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE_PATH = ROOT / "rules" / "data" / "rsample_saves.json"
+TABLE = json.loads(TABLE_PATH.read_text())
+
+
+def test_table_is_canonical():
+    assert TABLE_PATH.read_text() == json.dumps(TABLE, indent=1, sort_keys=True) + "\n"
+    assert all(isinstance(saved, bool) for saved in TABLE["saves_result"].values())
+
+
+def test_key_facts():
+    saves = TABLE["saves_result"]
+    assert saves["RelaxedOneHotCategorical"] and saves["LogNormal"]  # ExpTransform: exp
+    assert not saves["Normal"] and not saves["MultivariateNormal"]  # loc + eps * scale
+    assert not saves["RelaxedBernoulli"]  # clamp(sigmoid(x)): clamp saves its input
+    assert TORCH.rsample_saves_result == {name for name, saved in saves.items() if saved}
+
+
+@pytest.fixture(scope="module")
+def probe():
+    """tools/probe_rsample.py as a module, for the torch the table came from."""
+    torch = pytest.importorskip("torch")
+    if torch.__version__.split("+")[0] != TABLE["torch_version"]:
+        pytest.skip(f"table is for torch {TABLE['torch_version']}, not {torch.__version__}")
+    spec = importlib.util.spec_from_file_location("probe_rsample",
+                                                  ROOT / "tools" / "probe_rsample.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["probe_rsample"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_rsample_class_is_probed(probe):
+    assert set(probe.rsample_classes()) <= set(TABLE["saves_result"])
+
+
+@pytest.mark.parametrize("name", sorted(TABLE["saves_result"]))
+def test_entry_matches_torch(probe, name):
+    saves, _ = probe.observe(name)
+    assert saves == TABLE["saves_result"][name]
