@@ -63,7 +63,7 @@ OUT = DATA / "saved_opinfo.json"
 SAMPLES = 2  # samples of each OpInfo observed
 SECONDS = 20  # per OpInfo
 
-# Why an OpInfo the table lacks is not shipped: the first five are about the operator
+# Why an OpInfo the table lacks is not shipped: NOT_FOR_THE_TABLE are about the operator
 # (it is not a public differentiable function), the rest about what its samples showed.
 LEFT_OUT = {
     "no autograd": "op_db says it does not support autograd",
@@ -77,6 +77,7 @@ LEFT_OUT = {
     "variants differ": "its OpInfo variants (overloads) save different things",
     "error": "the probe failed",
 }
+NOT_FOR_THE_TABLE = frozenset({"no autograd", "no float64", "private", "operator", "sparse"})
 
 
 def table_name(name: str) -> str:
@@ -317,8 +318,9 @@ def same(probed: dict, shipped: dict) -> bool:
 
 def ship(ops: list, entries: dict[str, dict], table: dict) -> tuple[dict, dict]:
     """The entries to ship for names the table lacks and, by OpInfo key, why each other
-    OpInfo the table lacks is left out. A name's plain OpInfo (the default call) decides;
-    a name that has only variants ships when every variant is shippable and all agree."""
+    OpInfo the table lacks is left out (its table name, variant, a LEFT_OUT reason,
+    maybe a detail). A name's plain OpInfo (the default call) decides; a name that has only
+    variants ships when every variant is shippable and all agree."""
     by_name: dict[str, list] = {}
     for op in ops:
         by_name.setdefault(table_name(op.name), []).append(op)
@@ -331,13 +333,17 @@ def ship(ops: list, entries: dict[str, dict], table: dict) -> tuple[dict, dict]:
         blocking = [opinfo_key(op) for op in deciding if reasons[opinfo_key(op)]]
         records = {json.dumps(saved_record(entries[opinfo_key(op)]), sort_keys=True)
                    for op in deciding}
+        named = {opinfo_key(op): {"name": name} | ({"variant": op.variant_test_name}
+                                                   if op.variant_test_name else {})
+                 for op in group}
         if blocking:  # an OpInfo fine by itself is left out with the name
             first = reasons[blocking[0]]
-            leftover.update({key: why or {"reason": first["reason"],
-                                          "detail": f"as {blocking[0]}"}
+            leftover.update({key: named[key] | (why or {"reason": first["reason"],
+                                                        "detail": f"as {blocking[0]}"})
                              for key, why in reasons.items()})
         elif len(records) > 1:
-            leftover.update({key: {"reason": "variants differ"} for key in reasons})
+            leftover.update({key: named[key] | {"reason": "variants differ"}
+                             for key in reasons})
         else:
             shipped[name] = json.loads(records.pop()) | {"source": "op_db"}
     return shipped, leftover
@@ -407,7 +413,9 @@ def main() -> None:
         Path(options.json).write_text(json.dumps(entries, indent=1, sort_keys=True))
     if options.write:
         OUT.write_text(json.dumps({"torch_version": torch.__version__, "source": "op_db samples",
-                                   "ops": shipped, "left_out": dict(sorted(leftover.items()))},
+                                   "ops": shipped, "left_out": dict(sorted(leftover.items())),
+                                   "reasons": LEFT_OUT,
+                                   "not_for_the_table": sorted(NOT_FOR_THE_TABLE)},
                                   indent=1) + "\n")
         print(f"{len(shipped)} entries -> {OUT}")
 
