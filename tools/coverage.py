@@ -30,6 +30,7 @@ import inspect
 import json
 import re
 import sys
+import textwrap
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -348,6 +349,23 @@ def text_report(entries: list[Entry]) -> str:
     return "\n".join(lines)
 
 
+def opdb_summary(entries: list[Entry], by_namespace: dict[str, Counter]) -> str:
+    """op_db's and module_db's shares in a sentence, op_db's unknown split in two: about
+    the operator, or left out by the probe."""
+    opdb, modules = by_namespace["op_db"], by_namespace["module_db"]
+    gaps = Counter(e.why.removeprefix("probe: ") for e in entries
+                   if e.namespace == "op_db" and e.why.startswith("probe: "))
+    return (f"op_db: {percent(opdb, 'known', 'alias')} of the OpInfo entries are known, "
+            f"{percent(opdb, 'known', 'alias', 'unknown')} known or deliberately unknown. "
+            f"Of the {opdb['unknown']} unknown, {opdb['unknown'] - sum(gaps.values())} are "
+            "not differentiable, complex or integer only, or not public, and "
+            f"{sum(gaps.values())} were left out "
+            "because the probe could not deduce an exact entry ("
+            + ", ".join(f"{reason} {n}" for reason, n in sorted(gaps.items()))
+            + f"). module_db: {percent(modules, 'known', 'alias')} of the layers' saves are "
+            "known.")
+
+
 def markdown(entries: list[Entry]) -> str:
     """The README's table: totals per namespace, op_db's and module_db's shares."""
     labels = {"torch": "`torch`", "Tensor": "`torch.Tensor` methods",
@@ -357,21 +375,12 @@ def markdown(entries: list[Entry]) -> str:
               "op_db alias": "op_db: aliases", "module_db": "module_db: ModuleInfo entries"}
     lines = ["| | names | known | alias | deliberately unknown | missing |",
              "|---|---:|---:|---:|---:|---:|"]
-    for namespace, counts in totals(entries).items():
+    by_namespace = totals(entries)
+    for namespace, counts in by_namespace.items():
         lines.append(f"| {labels[namespace]} | {sum(counts.values())} | "
                      + " | ".join(str(counts[s]) for s in STATUSES) + " |")
-    by_namespace = totals(entries)
     if "op_db" in by_namespace:
-        opdb, modules = by_namespace["op_db"], by_namespace["module_db"]
-        gaps = Counter(e.why.removeprefix("probe: ") for e in entries
-                       if e.namespace == "op_db" and e.why.startswith("probe: "))
-        lines += ["", f"op_db: {percent(opdb, 'known', 'alias')} of the OpInfo entries known, "
-                      f"{percent(opdb, 'known', 'alias', 'unknown')} known or deliberately "
-                      f"unknown; of these unknown, {sum(gaps.values())} were left out because "
-                      "the probe could not deduce an exact entry ("
-                      + ", ".join(f"{reason} {n}" for reason, n in sorted(gaps.items()))
-                      + "), the others are not differentiable or not public. module_db: "
-                      f"{percent(modules, 'known', 'alias')} of the layers' saves known."]
+        lines += ["", textwrap.fill(opdb_summary(entries, by_namespace), 90)]
     return "\n".join(lines)
 
 
