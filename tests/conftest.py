@@ -12,7 +12,7 @@ if _TESTS not in sys.path:
 
 
 def pytest_configure(config):
-    # torch warns at import when numpy is absent (it is not installed here); harmless.
+    # torch warns at import when numpy is absent (an install without the test extra); harmless.
     config.addinivalue_line("filterwarnings", "ignore:Failed to initialize NumPy:UserWarning")
 
 
