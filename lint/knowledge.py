@@ -45,6 +45,12 @@ class TorchAPI:
         return self._set("maybe_view_functions")
 
     @cached_property
+    def non_differentiable(self) -> frozenset:
+        """Ops whose result never requires grad (``argmax``, ``eq``, ``long``), measured on
+        torch's op database (``non_differentiable.json``)."""
+        return self._set("non_differentiable")
+
+    @cached_property
     def pointwise_ops(self) -> frozenset:
         """Ops every overload of which is pointwise (``exp``, ``mul``, ``relu``): their
         output of contiguous inputs is contiguous."""
@@ -174,8 +180,13 @@ def _load() -> TorchAPI:
     # derivatives.yaml and the hand-written probes first, then what torch's own test
     # database showed for the ops they lack, then the aliases of both
     ops = {**_read("saved_opinfo.json").get("ops", {}), **saved.get("ops", {})}
-    data["saved_ops"] = _with_aliases(ops, _read("aliases.json").get("aliases", {}))
+    aliases = _read("aliases.json").get("aliases", {})
+    data["saved_ops"] = _with_aliases(ops, aliases)
     data["operators"] = saved.get("operators", {})
+    # ops whose result never requires grad, and their aliases (``greater`` is ``gt``)
+    never = set(_read("non_differentiable.json").get("ops", []))
+    data["non_differentiable"] = never | {alias for alias, name in aliases.items()
+                                          if name in never}
     data["inplace_scalar_overloads"] = saved.get("inplace_scalar_overloads", {})
     data["parameter_positions"] = _read("signatures.json").get("params", {})
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])

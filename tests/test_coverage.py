@@ -118,8 +118,9 @@ def test_statuses_and_reasons(coverage):
     assert status("torch", "conv1d") == ("alias", "of F.conv1d")
     assert status("torch", "avg_pool1d") == ("alias", "same object as F.avg_pool1d")
     assert status("nn", "nn.LazyLinear") == ("alias", "becomes nn.Linear")
-    assert status("torch", "eq") == ("unknown", "op_db: no autograd")
-    assert status("torch", "greater") == ("unknown", "op_db: no autograd")  # alias of gt
+    assert status("torch", "eq") == ("known", "never requires grad")
+    assert status("torch", "greater") == ("known", "never requires grad")  # alias of gt
+    assert status("torch", "histogram") == ("unknown", "op_db: no autograd")
     assert status("fft", "fft.fft") == ("unknown", "probe: inexact")
     assert status("torch", "Generator") == ("unknown", "a class, not a function")
     assert status("torch", "set_num_threads")[1].startswith("takes no tensor")

@@ -174,6 +174,8 @@ def known(namespace: str, name: str) -> str | None:
         return "saved"
     if namespace in ("Tensor", "torch") and operator_op(name) in SAVED:
         return f"operator ({operator_op(name)})"
+    if name in TORCH.non_differentiable:
+        return "never requires grad"
     return known_by_table(namespace, name)
 
 

@@ -26,7 +26,7 @@ from gradguard.engine.room import Room
 from gradguard.events import (
     IndexKind,
 )
-from gradguard.facts import TensorFacts, Tri
+from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
@@ -163,7 +163,8 @@ class Expressions(Room):
         operands += [self.evaluate(target.comparator, st) for target in node.comparisons]
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
-                requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare"))
+                requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
+                why_no_grad=Origin(node, "a comparison, which is not differentiable")))
         return UNKNOWN
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:

@@ -98,6 +98,8 @@ class Tensors(Room):
                     dropped |= {(node, "term")}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
+        if producer.removeprefix("torch.") in TORCH.non_differentiable:
+            requires_grad, why = Tri.NO, Origin(node, f"`{producer}` is not differentiable")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer,
@@ -394,9 +396,13 @@ class Tensors(Room):
             if view is not None:
                 return view
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
+            if name in TORCH.non_differentiable:  # ``.long()``: an integer tensor
+                return self.op_result(st, node, [tensor], name)
             facts = self.facts(st, tensor)
+            requires_grad = facts.requires_grad & st.grad
             return self.new_tensor(st, id(node), TensorFacts(
-                requires_grad=facts.requires_grad & st.grad, producer=name))
+                requires_grad=requires_grad, producer=name,
+                why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.torch.factory(st, node, args, f"`{name}`")
         if name in TORCH.torch_functions or name == "clone":
