@@ -131,11 +131,7 @@ class SavedTensors(Room):
                 needed = result_requires_grad is Tri.YES
             if not needed:
                 continue
-            # a list of tensors (``index_put_((i, j), v)``) saves each of them
-            tensors = [(key, value, text)] if isinstance(value, TensorRef) else \
-                [(f"{key}.{n}", item, "") for n, item in enumerate(value.items)
-                 if isinstance(item, TensorRef)] if isinstance(value, Seq) else []
-            for part, tensor, written in tensors:
+            for part, tensor, written in _operand_tensors(key, value, text):
                 if not isinstance(written, str):
                     written = source_text(written)
                 written = written or self.engine.labels.get(tensor.obj, "")
@@ -154,11 +150,8 @@ class SavedTensors(Room):
         ``a``'s requires-grad before the write (``self_requires_grad``) and the others'
         set; autograd keeps a copy of ``a``'s old value itself, and whether it saves the
         new one is ``inplace_saves_result``'s business."""
-        records = self.record_saves(st, node, op, operands, target, display,
-                                    inplace_self=self_requires_grad)
-        if records:
-            facts = self.tensors.facts(st, target)
-            st.heap[target.obj] = facts.evolve(saves=facts.saves | records)
+        self._join_graph(st, target, self.record_saves(st, node, op, operands, target, display,
+                                                       inplace_self=self_requires_grad))
 
     def save_indices(self, st: State, node: cst.CSTNode, indices: list, result: Value,
                      display: str) -> None:
@@ -166,13 +159,17 @@ class SavedTensors(Room):
         result requires grad: they join the graph of ``result``."""
         if not indices or not isinstance(result, TensorRef):
             return
-        records = frozenset().union(*(
+        self._join_graph(st, result, frozenset().union(*(
             self.record_saves(st, node, "index", {"1": index}, result, display,
                               site=(id(node), position))
-            for position, index in enumerate(indices)))
+            for position, index in enumerate(indices))))
+
+    def _join_graph(self, st: State, tensor: TensorRef, records: frozenset) -> None:
+        """The saves ``records`` belong to the graph of ``tensor`` (a backward through it
+        needs them)."""
         if records:
-            facts = self.tensors.facts(st, result)
-            st.heap[result.obj] = facts.evolve(saves=facts.saves | records)
+            facts = self.tensors.facts(st, tensor)
+            st.heap[tensor.obj] = facts.evolve(saves=facts.saves | records)
 
     def add_saves(self, st: State, records: Iterable[SaveRecord]) -> None:
         """Add saves. A save made again (a loop's next pass: a fresh forward) supersedes
@@ -267,6 +264,17 @@ class SavedTensors(Room):
             if mutation.save in needed:
                 self.engine.dispatch("saved_tensor_mutated",
                                      SavedTensorMutated(mutation, node, how))
+
+
+def _operand_tensors(key: str, value: Value, text) -> list:
+    """The tensors an operand gives a save: itself, or each tensor of a list of them
+    (``index_put_((i, j), v)``), as ``(key, tensor, text)``."""
+    if isinstance(value, TensorRef):
+        return [(key, value, text)]
+    if isinstance(value, Seq):
+        return [(f"{key}.{n}", item, "") for n, item in enumerate(value.items)
+                if isinstance(item, TensorRef)]
+    return []
 
 
 def _entry(op: str, node: cst.CSTNode, operands: dict) -> Optional[dict]:
