@@ -12,6 +12,7 @@ hide:
 - ``one_function``: one training function whose body is the whole file;
 - ``helper_web``: very many small helpers, each calling earlier ones (and some itself);
 - ``product_chain``: ``x = x * w`` over and over, every product saved for backward;
+- ``inplace_chain``: the same with ``x.add_(1)`` after each product (a write per pair);
 - ``elif_ladder``: one ``if``/``elif`` chain with an arm every two lines (CPython's own
   compiler refuses one much over 5,000 lines: each ``elif`` nests one level deeper).
 
@@ -87,6 +88,16 @@ def product_chain(size: int, seed: int) -> str:
     return generator.finish()
 
 
+def inplace_chain(size: int, seed: int) -> str:
+    """``x = x * w`` then ``x.add_(1)``, over and over: every write looks up the live
+    saves, which grow with every line."""
+    generator = ProgramGenerator(size, DEPTH, seed)
+    generator.preamble()
+    pairs = (size - len(generator.lines)) // 2
+    generator.write(0, *["x = x * w", "x.add_(1)"] * pairs, "x.sum().backward()")
+    return generator.finish()
+
+
 def elif_ladder(size: int, seed: int) -> str:
     """One ``if``/``elif``/``else`` whose arms each compute ``y`` from ``x`` and ``w``."""
     generator = ProgramGenerator(size, DEPTH, seed)
@@ -102,7 +113,8 @@ def elif_ladder(size: int, seed: int) -> str:
 
 SHAPES: dict[str, Callable[[int, int], str]] = {
     "one_function": one_function, "helper_web": helper_web,
-    "product_chain": product_chain, "elif_ladder": elif_ladder,
+    "product_chain": product_chain, "inplace_chain": inplace_chain,
+    "elif_ladder": elif_ladder,
 }
 
 

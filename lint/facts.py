@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Callable, Optional
 
 
 class Tri(enum.Enum):
@@ -51,6 +51,129 @@ class Origin:
     how: str  # e.g. "created with requires_grad=True", "nn.Parameter"
 
 
+class SaveSet:
+    """A set of saves (``SaveRecord``s) that shares structure: the graph of ``x * w``
+    holds what the graphs of ``x`` and ``w`` hold plus what ``mul`` saved, and it is
+    built as a node pointing at those two sets, not as a copy of them. A chain
+    ``x = x * w`` thus costs a node per op, where copies would cost quadratically.
+
+    A set is flattened when it is read (a backward, a write looking for the saves it
+    hits, a comparison): the flat set is kept, and the node drops its parts (so that the
+    flat copies of an old chain do not pile up). Immutable, compared by content."""
+
+    __slots__ = ("_own", "_parts", "_hash", "_index", "_index_key")
+
+    def __init__(self, records=frozenset(), parts: tuple = ()) -> None:
+        self._own: frozenset = records if isinstance(records, frozenset) else frozenset(records)
+        self._parts: tuple = parts  # SaveSets, flattened into this one when it is read
+        self._hash: Optional[int] = None
+        self._index: Optional[dict] = None  # see index()
+        self._index_key: Optional[Callable] = None
+
+    @staticmethod
+    def union(*sets) -> "SaveSet":
+        """The union of SaveSets and iterables of records: a node over the non-empty
+        ones (the one itself when only one is)."""
+        parts, records = [], set()
+        for item in sets:
+            if isinstance(item, SaveSet):
+                if item and all(item is not part for part in parts):
+                    parts.append(item)
+            else:
+                records.update(item)
+        if not records and len(parts) <= 1:
+            return parts[0] if parts else EMPTY_SAVES
+        return SaveSet(frozenset(records), tuple(parts))
+
+    def flat(self) -> frozenset:
+        """Every record, the parts' included (iteratively: a chain may be long)."""
+        if self._parts:
+            result, seen, stack = set(self._own), set(), list(self._parts)
+            while stack:
+                node = stack.pop()
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                result |= node._own
+                stack.extend(node._parts)
+            self._own, self._parts = frozenset(result), ()
+        return self._own
+
+    def index(self, key: Callable) -> dict:
+        """The records by ``key(record)``, each group a dict used as an ordered set.
+
+        A set that extends an indexed set by a chain of single parts (the live saves
+        after a few more ops) takes that set's index over and adds its own records: the
+        live saves of a long function are indexed once, not once per write. A set whose
+        index was taken builds a new one if it is ever asked again."""
+        if self._index is None or self._index_key is not key:
+            added, base = [], self
+            while base is not None and not (base._index is not None and base._index_key is key):
+                added.append(base._own)
+                base = base._parts[0] if len(base._parts) == 1 else None
+            if base is None:
+                index, new = {}, self.flat()
+            else:
+                index, base._index, base._index_key = base._index, None, None
+                new = frozenset().union(*added)
+            for record in new:
+                index.setdefault(key(record), {})[record] = None
+            self._index, self._index_key = index, key
+        return self._index
+
+    def __or__(self, other) -> "SaveSet":
+        return SaveSet.union(self, other)
+
+    __ror__ = __or__
+
+    def __and__(self, other) -> "SaveSet":
+        return SaveSet(self.flat() & _flat(other))
+
+    __rand__ = __and__
+
+    def __sub__(self, other) -> "SaveSet":
+        removed = _flat(other)
+        return SaveSet(self.flat() - removed) if removed else self
+
+    def __contains__(self, record) -> bool:
+        return record in self.flat()
+
+    def __iter__(self):
+        return iter(self.flat())
+
+    def __len__(self) -> int:
+        return len(self.flat())
+
+    def __bool__(self) -> bool:
+        return bool(self._own or self._parts)  # a part is never empty
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, (SaveSet, frozenset, set)):
+            return NotImplemented
+        if isinstance(other, SaveSet) and self._own == other._own \
+                and len(self._parts) == len(other._parts) \
+                and all(a is b for a, b in zip(self._parts, other._parts)):
+            return True
+        return self.flat() == _flat(other)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self.flat())
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"SaveSet({set(self.flat())!r})"
+
+
+def _flat(records) -> frozenset:
+    return records.flat() if isinstance(records, SaveSet) else frozenset(records)
+
+
+EMPTY_SAVES = SaveSet()
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     """What is known about one abstract tensor object (one allocation site)."""
@@ -69,7 +192,7 @@ class TensorFacts:
     producer: Optional[str] = None
     # The tensors its graph saved for backward (``SaveRecord``s): a backward through it
     # needs them unchanged. Only what is known on every path.
-    saves: frozenset = frozenset()
+    saves: SaveSet = EMPTY_SAVES
     # An output of a multi-output view op (unbind, split, chunk).
     multi_view: bool = False
     # A view made inside a custom autograd Function (its forward returned its input, or a

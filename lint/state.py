@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Hashable, Optional
 
-from gradguard.facts import TensorFacts, Tri
+from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
 from gradguard.values import Value, join_values
 
 
@@ -186,7 +186,7 @@ class State:
     __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained",
                  "alias_writes", "stale", "globals", "gradients")
 
-    def __init__(self, env: dict, heap: Heap, grad: Tri, saves: frozenset = frozenset(),
+    def __init__(self, env: dict, heap: Heap, grad: Tri, saves: SaveSet = EMPTY_SAVES,
                  mutations: frozenset = frozenset(), allow_mutation: bool = False,
                  retained: frozenset = frozenset(), alias_writes: frozenset = frozenset(),
                  stale: frozenset = frozenset(), globals_: Optional[dict] = None,

@@ -17,7 +17,7 @@ import libcst as cst
 
 from gradguard.engine.common import source_text
 from gradguard.events import SaveRecord
-from gradguard.facts import TensorFacts, Tri
+from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
 from gradguard.state import State
 from gradguard.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
 
@@ -71,8 +71,8 @@ class CustomFunctions:
         for value in inputs:
             requires_grad = requires_grad | interpreter.tensors.requires_grad_of(st, value)
         requires_grad = requires_grad & st.grad
-        saves = frozenset().union(*(interpreter.tensors.saves_of(st, value) for value in inputs)) \
-            if requires_grad is Tri.YES else frozenset()
+        saves = SaveSet.union(*(interpreter.tensors.saves_of(st, value) for value in inputs)) \
+            if requires_grad is Tri.YES else EMPTY_SAVES
         if requires_grad is Tri.YES:
             records = frozenset(
                 SaveRecord((interpreter.tensors.contextual(id(node)), position),
@@ -88,7 +88,7 @@ class CustomFunctions:
         return self._output(st, id(call), result, inputs, frame, requires_grad, saves)
 
     def _output(self, st: State, site: Hashable, result: Value, inputs: list,
-                frame: _Forward, requires_grad: Tri, saves: frozenset) -> Value:
+                frame: _Forward, requires_grad: Tri, saves: SaveSet) -> Value:
         """An output of ``apply``: a new tensor in the Function's graph, or, when forward
         returned an input (or a view of one) it did not mark dirty, a view of that input."""
         interpreter = self.interpreter

@@ -15,7 +15,7 @@ from gradguard.events import (
     SavedTensorMutated,
     SaveRecord,
 )
-from gradguard.facts import Tri
+from gradguard.facts import SaveSet, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
@@ -53,6 +53,16 @@ class SavedTensors(Room):
         if not (_is_group(written) or _is_group(saved)):  # the common case: two tensors
             return False
         return self._in_group(written, saved) or self._in_group(saved, written)
+
+    def saves_covered(self, st: State, written: Hashable) -> list[SaveRecord]:
+        """The live saves whose storage a write to ``written`` changes (looked up by
+        storage: a write is not a pass over every live save)."""
+        index = st.saves.index(_storage_key)
+        if _is_group(written):
+            candidates = [save for saves in index.values() for save in saves]
+        else:
+            candidates = [*index.get(written, ()), *index.get(PARAMS, ())]
+        return [save for save in candidates if self.covers(written, save.storage)]
 
     def _in_group(self, group: Hashable, storage: Hashable) -> bool:
         """``group`` is "some parameter of owner O" and ``storage`` belongs to O."""
@@ -192,7 +202,7 @@ class SavedTensors(Room):
         """An allocation site makes a new tensor (the next pass of a loop, a second call):
         what graphs saved of the tensor it made before is stale, and no write to the new
         one changes it (until the save is made again, of the new one)."""
-        stale = frozenset(save for save in st.saves if save.storage == obj)
+        stale = frozenset(st.saves.index(_storage_key).get(obj, ()))
         if stale:
             st.stale = st.stale | stale
 
@@ -206,8 +216,7 @@ class SavedTensors(Room):
         write, worded by its first call). Returns whether the write hit a live save."""
         if st.allow_mutation:
             return False
-        hits = [save for save in st.saves if self.covers(written, save.storage)
-                and save not in st.stale
+        hits = [save for save in self.saves_covered(st, written) if save not in st.stale
                 and not (detach and save.key[1] == "result")]  # detach_ spares saved outputs
         if not hits:
             return False
@@ -235,14 +244,14 @@ class SavedTensors(Room):
             elif facts.requires_grad is Tri.YES:
                 for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
                     self.engine.dispatch("dropped_term", DroppedTerm(term, node, kind))
-        needed = frozenset().union(*(self.tensors.facts(st, root).saves for root in roots))
+        needed = SaveSet.union(*(self.tensors.facts(st, root).saves for root in roots))
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
                 self.engine.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
         if retain is Tri.NO:  # the graph is freed: later writes are safe
             st.saves = st.saves - needed
         else:
-            st.retained = st.retained | needed
+            st.retained = st.retained | needed.flat()
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
 
     def _in_order(self, mutations: frozenset) -> list[Mutation]:
@@ -315,6 +324,11 @@ def _overload(op: str, node: cst.CSTNode, operands: dict) -> Optional[str]:
 
 def _is_group(storage: Hashable) -> bool:
     return isinstance(storage, tuple) and len(storage) == 2 and storage[1] == PARAMS
+
+
+def _storage_key(save: SaveRecord) -> Hashable:
+    """How live saves are indexed: by storage, the saves of a group under ``PARAMS``."""
+    return PARAMS if _is_group(save.storage) else save.storage
 
 
 def _order(mutation: Mutation) -> tuple:

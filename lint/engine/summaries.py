@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Optional
 
-from gradguard.facts import Tri
+from gradguard.facts import SaveSet, Tri
 from gradguard.state import Heap, State
 from gradguard.values import Value
 
@@ -72,7 +72,7 @@ class Summary:
     result: Optional[Value]  # None: every path raised
     writes: tuple  # (object, facts) it left in the heap
     layers: tuple  # heaps of imported modules it added
-    saves: frozenset
+    saves: SaveSet
     mutations: frozenset
     retained: frozenset
     gradients: Tri  # whether a backward may have given leaves a .grad, at its end

@@ -17,7 +17,7 @@ from gradguard.events import (
     NonLeafGradRead,
     SaveRecord,
 )
-from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
+from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
@@ -79,17 +79,17 @@ class Tensors(Room):
 
     def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
                   producer: str, operands: Optional[dict] = None,
-                  extra_saves: frozenset = frozenset(),
+                  extra_saves: Iterable = (),
                   site: Optional[Hashable] = None) -> TensorRef:
         """A fresh tensor computed from ``inputs`` (requires grad if any input does).
 
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
-        requires_grad, saves, why, dropped = Tri.NO, frozenset(), None, frozenset()
+        requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
-            saves |= self.saves_of(st, value)
+            graphs.append(self.saves_of(st, value))
             if isinstance(value, TensorRef):
                 facts = self.facts(st, value)
                 why = why or facts.why_no_grad
@@ -109,8 +109,9 @@ class Tensors(Room):
             return result
         if operands is not None:
             table_name = producer[6:] if producer.startswith("torch.") else producer
-            saves |= self.saved.record_saves(st, node, table_name, operands, result, producer, site)
-        st.heap[result.obj] = st.heap[result.obj].evolve(saves=saves | extra_saves)
+            graphs.append(self.saved.record_saves(st, node, table_name, operands, result,
+                                                  producer, site))
+        st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
 
     def forget_layout(self, st: State, tensor: TensorRef) -> None:
@@ -130,15 +131,15 @@ class Tensors(Room):
                 return Tri.MAYBE
         return Tri.YES
 
-    def saves_of(self, st: State, value: Value) -> frozenset:
+    def saves_of(self, st: State, value: Value) -> SaveSet:
         """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
         if isinstance(value, TensorRef):
             return self.facts(st, value).saves
         if isinstance(value, Seq):
-            return frozenset().union(*(self.saves_of(st, item) for item in value.items))
+            return SaveSet.union(*(self.saves_of(st, item) for item in value.items))
         if isinstance(value, IterableOf):
             return self.saves_of(st, value.element)
-        return frozenset()
+        return EMPTY_SAVES
 
     def outputs_of(self, st: State, node: cst.Call, op: str, inputs: list, operands: dict,
                    saved_outputs: list, site: Optional[Hashable] = None) -> Value:
@@ -243,7 +244,7 @@ class Tensors(Room):
         counter = self.saved.counter_of(st, target.obj)
         memory = root if root is not None else target.obj
         through_data = counter != memory  # the chain passes through .data
-        hits_saved = through_data and any(self.saved.covers(memory, s.storage) for s in st.saves)
+        hits_saved = through_data and bool(self.saved.saves_covered(st, memory))
         if "inplace_write" in self.engine.handlers:
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
@@ -289,10 +290,11 @@ class Tensors(Room):
         """An in-place op whose operand requires grad (``total += loss``, ``x.copy_(y)``,
         ``emb[mask] = proj(h)``) puts the written tensor, and the base it views, into the
         operand's graph: it requires grad and is no longer a leaf."""
-        gained, saves = Tri.NO, frozenset()
+        gained, graphs = Tri.NO, []
         for value in operands:
             gained = gained | self.requires_grad_of(st, value)
-            saves |= self.saves_of(st, value)
+            graphs.append(self.saves_of(st, value))
+        saves = SaveSet.union(*graphs)
         gained = gained & st.grad
         if gained is Tri.NO:
             return

@@ -11,7 +11,7 @@ from gradguard.events import (
     LegacyVariable,
     SaveRecord,
 )
-from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
 from gradguard.values import (
@@ -182,7 +182,7 @@ class TorchCalls(Room):
                 st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
             items.append(output)
         for item in items:  # the outputs share one graph: each needs all the saves
-            all_saves = frozenset().union(*(self.tensors.facts(st, i).saves for i in items))
+            all_saves = SaveSet.union(*(self.tensors.facts(st, i).saves for i in items))
             st.heap[item.obj] = self.tensors.facts(st, item).evolve(saves=all_saves)
         return Seq(tuple(items))
 

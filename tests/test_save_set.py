@@ -1,0 +1,45 @@
+"""SaveSet: the shared-structure set of saves a tensor's graph holds."""
+
+import sys
+
+from gradguard.facts import EMPTY_SAVES, SaveSet
+
+
+def test_union_is_a_set_union_and_equal_sets_hash_alike():
+    a, b = SaveSet({1, 2}), SaveSet({2, 3})
+    union = a | b | {4}
+    assert set(union) == {1, 2, 3, 4}
+    assert union == frozenset({1, 2, 3, 4}) == SaveSet({4, 3, 2, 1})
+    assert hash(union) == hash(frozenset({1, 2, 3, 4}))
+    assert 3 in union and 5 not in union and len(union) == 4
+
+
+def test_empty_parts_vanish_and_one_part_is_itself():
+    a = SaveSet({1})
+    assert SaveSet.union(EMPTY_SAVES, a, ()) is a
+    assert SaveSet.union() is EMPTY_SAVES and not EMPTY_SAVES
+    assert a | EMPTY_SAVES is a and frozenset() | a is a
+
+
+def test_intersection_and_difference():
+    a = SaveSet({1, 2, 3}) | SaveSet({4})
+    assert a & SaveSet({2, 4, 9}) == {2, 4}
+    assert a - {1, 4} == {2, 3}
+    assert a - frozenset() is a
+
+
+def test_a_long_chain_flattens_without_recursion_and_shares_its_parts():
+    chain = SaveSet({0})
+    for record in range(1, 5 * sys.getrecursionlimit()):
+        chain = chain | {record}
+    middle = chain
+    for record in range(10**5, 10**5 + 3):
+        chain = chain | {record}
+    assert len(chain) == 5 * sys.getrecursionlimit() + 3
+    assert len(middle) == 5 * sys.getrecursionlimit()  # a part keeps its own content
+
+
+def test_a_shared_part_counts_once():
+    shared = SaveSet({1, 2})
+    diamond = (shared | {3}) | (shared | {4})
+    assert sorted(diamond) == [1, 2, 3, 4]
