@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from gradguard.engine.common import NEUTRAL_DECORATORS
 from gradguard.facts import Tri
+from gradguard.files import read_file
 from gradguard.knowledge import TORCH
 
 if TYPE_CHECKING:
@@ -165,8 +166,7 @@ class Callers:
         words: defaultdict[str, list[int]] = defaultdict(list)
         for index, file in enumerate(files):
             try:
-                with open(file, "rb") as handle:
-                    source = handle.read()
+                source = read_file(file)
             except OSError:
                 continue
             self.files_read += 1
@@ -201,8 +201,7 @@ class Callers:
 
     def _parse(self, file: str, off_only: bool) -> Optional[_Table]:
         try:
-            with open(file, "rb") as handle:
-                source = handle.read()
+            source = read_file(file)
             self.files_parsed += 1
             module = ast.parse(source, filename=file)
             return _tabulate(module, b"set_grad_enabled" in source, off_only)

@@ -19,12 +19,18 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__
+from gradguard import __version__, report, selection
 from gradguard import config as configuration
-from gradguard import report, selection
 from gradguard.checker import check_source
-from gradguard.files import DEFAULT_EXCLUDE, STDIN, FileFinder, display_path, matches_any, \
-    split_globs
+from gradguard.files import (
+    DEFAULT_EXCLUDE,
+    STDIN,
+    FileFinder,
+    display_path,
+    matches_any,
+    read_file,
+    split_globs,
+)
 from gradguard.findings import INTERNAL_ERROR, Finding
 from gradguard.noqa import filter_noqa, source_lines
 from gradguard.rules import Rule
@@ -103,8 +109,7 @@ def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
 
 def _read_lines(path: str) -> list[str]:
     try:
-        with open(path, "rb") as file:
-            return source_lines(file.read())
+        return source_lines(read_file(path))
     except OSError:
         return []
 
@@ -112,8 +117,7 @@ def _read_lines(path: str) -> list[str]:
 def lint_path(path: str, plan: Plan) -> Outcome:
     """Read and lint one file; a file that cannot be read gives ``Outcome.error``."""
     try:
-        with open(path, "rb") as file:
-            source = file.read()
+        source = read_file(path)
     except OSError as error:
         return Outcome(path, [], error=f"{path}: {error.strerror or error}")
     return lint_source(path, source, plan)

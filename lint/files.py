@@ -8,9 +8,11 @@ matches an exclude glob or does not end in ``.py`` (unless ``force_exclude``).
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
@@ -20,6 +22,18 @@ DEFAULT_EXCLUDE = (
 )
 STDIN = "-"
 _SPLIT = re.compile(r"\s*,\s*")
+
+
+def read_file(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file at ``path``. Anything else raises ``OSError``: a
+    FIFO named ``x.py`` would block a plain ``open`` forever (it is opened without
+    blocking, and refused once it is seen not to be a file), a directory fails to read."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
+                          str(path))
+        return handle.read()
 
 
 def split_globs(values: Iterable[str]) -> list[str]:

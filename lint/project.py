@@ -26,6 +26,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard.files import read_file
 from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
 
@@ -121,7 +122,7 @@ class Project:
             key = (str(path), stat.st_mtime_ns, stat.st_size)
             if key not in self._names:
                 self._names[key] = module_names_that_matter(
-                    decode_source(path.read_bytes()))
+                    decode_source(read_file(path)))
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
             return False
         return self._names[key].get(name, True)  # a submodule, or a name from a star
@@ -141,7 +142,7 @@ class Project:
         if key is None or key in self._scopes:
             return
         try:
-            if decode_source(Path(scope.path).read_bytes()) != scope.text:
+            if decode_source(read_file(scope.path)) != scope.text:
                 return
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
             return
@@ -185,7 +186,7 @@ class Project:
         from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
 
         try:
-            text = decode_source(path.read_bytes())
+            text = decode_source(read_file(path))
             module = cst.parse_module(text)
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None

@@ -224,3 +224,14 @@ def test_a_named_hostile_path_is_reported_not_hung_on(hostile_tree, name, status
     run = run_cli(hostile_tree, name)
     assert run.returncode == status, run.stderr
     assert says in run.stderr and b"Traceback" not in run.stderr
+
+
+def test_a_fifo_beside_the_linted_file_is_not_read(hostile_tree):
+    """Following imports and looking for callers reads files the command line did not
+    name: a FIFO among them must not block the run."""
+    (hostile_tree / "models.py").write_bytes(
+        TORCH.encode() + b"from fifo import helper\n\n\ndef scale(p):\n    p.mul_(2)\n\n\n"
+        b"scale(helper(w))\n")
+    run = run_cli(hostile_tree, "models.py")
+    assert run.returncode in (0, 1), run.stderr
+    assert b"1 file checked" in run.stderr and b"Traceback" not in run.stderr
