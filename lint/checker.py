@@ -23,7 +23,8 @@ from gradguard.citations import render
 from gradguard.files import display_path
 from gradguard.positions import Positions
 from gradguard.project import PROJECT, on_disk
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding
+from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
+from gradguard.fixes import Rewrite, Source
 from gradguard.rules import ALL_RULES, Rule
 
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
@@ -120,37 +121,50 @@ def _check(source, path, rules, debug) -> list[Finding]:
     place = None
     try:
         interpreter = analyze(module, rules,
-                              lambda node, code, message: raw.append((node, code, message)),
+                              lambda node, code, message, fix: raw.append((node, code, message, fix)),
                               failures, positions, path=disk_path,
                               project=PROJECT if disk_path is not None else None, text=text)
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
-    return _place(place, positions, path, raw) + [
+    return _place(place, positions, path, raw, Source(module, positions, text)) + [
         Finding(path, 1, 1, INTERNAL_ERROR,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
     ]
 
 
-def _place(place, positions: Positions, path: str,
-           raw: Iterable[tuple[cst.CSTNode, str, str]]) -> list[Finding]:
+def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
+           source: Optional[Source] = None) -> list[Finding]:
     """Turn node-anchored reports into positioned findings (positions only when needed).
     A report at a node of an imported module (the write inside ``models.py`` that a
-    caller's backward trips over) is a finding of that module's file."""
+    caller's backward trips over) is a finding of that module's file (without a fix:
+    the fix is that file's to offer when it is linted)."""
     findings = set()
-    for node, code, message in raw:
+    for node, code, message, rewrite in raw:
         try:
-            start = positions.start(node)
-            findings.add(Finding(path, start.line, start.column + 1, code,
-                                 render(message, on_disk(path))))
+            where = positions.range(node)
         except KeyError:
             if place is None:
                 continue
-            where, line, column = place(node)
-            findings.add(Finding(display_path(where), line, column + 1, code,
-                                 render(message, where)))
+            at, line, column = place(node)
+            findings.add(Finding(display_path(at), line, column + 1, code, render(message, at)))
+            continue
+        fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
+        findings.add(Finding(path, where.start.line, where.start.column + 1, code,
+                             render(message, on_disk(path)), end_line=where.end.line,
+                             end_col=where.end.column + 1, fix=fix))
     return sorted(findings)
+
+
+def _fix_of(rewrite: Rewrite, source: Optional[Source], code: str, path: str) -> Optional[Fix]:
+    """The rewrite's edits; a rewrite that fails gives no fix, never a lost finding."""
+    if source is None:
+        return None
+    try:
+        return rewrite.fix(source)
+    except Exception:  # noqa: BLE001 - a fix is an extra: the finding stands without one
+        return None
 
 
 # CPython refuses more than 200 nested brackets ("too many nested parentheses") and 100

@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
+
+SAFE, UNSAFE = "safe", "unsafe"  # a fix's applicability, as ruff names them
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace the text from ``line:col`` up to ``end_line:end_col`` (1-based, the end
+    excluded; an empty range inserts) by ``content``."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Edits that remove a finding. ``applicability`` is ``SAFE`` (the program means
+    what it meant: ``--fix`` applies it) or ``UNSAFE`` (it may change what the program
+    computes: only with ``--unsafe-fixes``)."""
+
+    message: str
+    applicability: str
+    edits: tuple[Edit, ...]
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability == SAFE
 
 
 @dataclass(frozen=True, order=True)
 class Finding:
-    """A problem reported at ``path:line:col`` (both 1-based, as flake8 prints them)."""
+    """A problem reported at ``path:line:col`` (both 1-based, as flake8 prints them),
+    spanning to ``end_line:end_col`` (the end excluded) where the node is known."""
 
     path: str
     line: int
@@ -16,6 +46,9 @@ class Finding:
     code: str
     message: str
     verdict: Optional[str] = None  # set by the runtime verifier (check --verify)
+    end_line: Optional[int] = field(default=None, compare=False)
+    end_col: Optional[int] = field(default=None, compare=False)
+    fix: Optional[Fix] = field(default=None, compare=False)
 
     def format(self) -> str:
         verdict = f" [{self.verdict}]" if self.verdict else ""

@@ -4,7 +4,7 @@ only when something asks (a finding to place, a message citing a line)."""
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import CodePosition, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 
 class Positions:
@@ -13,7 +13,11 @@ class Positions:
         self._starts = None
 
     def start(self, node: cst.CSTNode) -> CodePosition:
+        return self.range(node).start
+
+    def range(self, node: cst.CSTNode) -> CodeRange:
+        """Where ``node`` starts and ends (lines 1-based, columns 0-based, end excluded)."""
         if self._starts is None:  # a full code-generation pass: only for files that need it
             wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._starts = wrapper.resolve(PositionProvider)
-        return self._starts[node].start
+        return self._starts[node]

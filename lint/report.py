@@ -9,7 +9,7 @@ import inspect
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from gradguard import __version__
 from gradguard.findings import DECODE_ERROR, DIAGNOSTICS, INTERNAL_ERROR, SYNTAX_ERROR, Finding
@@ -67,17 +67,29 @@ def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
 
 
 def to_json(findings: Sequence[Finding]) -> str:
-    """A JSON list of ``{path, line, col, code, name, message}`` objects."""
+    """A JSON list of ``{path, line, col, end_line, end_col, code, name, message, fix}``
+    objects (``fix``: null, or its message, applicability and edits; ``verdict`` when
+    ``--verify`` judged the finding). Lines and columns are 1-based, ends excluded."""
     names = _names()
     return json.dumps(
         [
-            {"path": f.path, "line": f.line, "col": f.col, "code": f.code,
-             "name": names.get(f.code, ""), "message": f.message,
+            {"path": f.path, "line": f.line, "col": f.col,
+             "end_line": f.end_line or f.line, "end_col": f.end_col or f.col,
+             "code": f.code, "name": names.get(f.code, ""), "message": f.message,
+             "fix": _fix_json(f.fix),
              **({"verdict": f.verdict} if f.verdict else {})}
             for f in findings
         ],
         indent=2,
     )
+
+
+def _fix_json(fix) -> Optional[dict]:
+    if fix is None:
+        return None
+    return {"message": fix.message, "applicability": fix.applicability,
+            "edits": [{"line": e.line, "col": e.col, "end_line": e.end_line,
+                       "end_col": e.end_col, "content": e.content} for e in fix.edits]}
 
 
 def to_sarif(findings: Sequence[Finding]) -> str:

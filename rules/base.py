@@ -6,7 +6,7 @@ needs and calls ``report`` with a node and a message. It never walks the tree it
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Optional
 
 import libcst as cst
 
@@ -20,8 +20,9 @@ from gradguard.events import (
     NonLeafGradRead,
     SavedTensorMutated,
 )
+from gradguard.fixes import Rewrite
 
-Report = Callable[[cst.CSTNode, str, str], None]
+Report = Callable[[cst.CSTNode, str, str, Optional[Rewrite]], None]
 LineOf = Callable[[cst.CSTNode], int]
 
 
@@ -35,8 +36,11 @@ class Rule:
         self._report = report
         self.line_of = line_of  # a node's line, for messages that cite another line
 
-    def report(self, node: cst.CSTNode, message: str) -> None:
-        self._report(node, self.code, message)
+    def report(self, node: cst.CSTNode, message: str,
+               fix: Optional[Rewrite] = None) -> None:
+        """Report a finding at ``node``; ``fix`` is the rewrite that removes it, if any
+        (turned into edits only when the finding is placed)."""
+        self._report(node, self.code, message, fix)
 
     # Event handlers: the engine calls each one for every event of its kind.
     def on_inplace_write(self, event: InplaceWrite) -> None:

@@ -144,8 +144,8 @@ def test_json_format(project):
     result = gg("check", "--format", "json")
     assert result.exit_code == 1
     assert json.loads(result.stdout) == [{
-        "path": "a.py", "line": 2, "col": 7, "code": "GG001", "name": "syntax-error",
-        "message": "syntax error: invalid syntax"}]
+        "path": "a.py", "line": 2, "col": 7, "end_line": 2, "end_col": 7, "code": "GG001",
+        "name": "syntax-error", "message": "syntax error: invalid syntax", "fix": None}]
     project("a.py")
     assert json.loads(gg("check", "--format", "json").stdout) == []
 
@@ -247,14 +247,14 @@ def test_missing_path_is_error_after_linting_the_rest(project):
 def test_unreadable_file_is_error_after_linting_the_rest(project, monkeypatch):
     project("a.py", SYNTAX_ERROR)
     project("b.py")
-    real_open = open
+    real_read = cli.read_file
 
-    def fake_open(path, *args, **kwargs):
+    def fake_read(path):
         if str(path).endswith("b.py"):
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path, *args, **kwargs)
+        return real_read(path)
 
-    monkeypatch.setattr(cli, "open", fake_open, raising=False)
+    monkeypatch.setattr(cli, "read_file", fake_read)
     result = gg("check")
     assert result.exit_code == 2 and codes(result) == ["GG001"]
     assert "b.py: Permission denied" in result.stderr

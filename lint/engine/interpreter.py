@@ -135,12 +135,12 @@ class Interpreter:
         }
 
     # ----------------------------------------------------------------- reporting
-    def _report_once(self, node: cst.CSTNode, code: str, message: str) -> None:
+    def _report_once(self, node: cst.CSTNode, code: str, message: str, fix=None) -> None:
         key = (id(node), code)
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
             self._note_home(node)
-            self._report(node, code, message)
+            self._report(node, code, message, fix)
 
     def _note_home(self, node: cst.CSTNode) -> None:
         """A node met while an imported module's code runs is most likely that module's:
