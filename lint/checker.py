@@ -120,8 +120,7 @@ def _check(source, path, rules, debug) -> list[Finding]:
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
     try:
-        interpreter = analyze(module, rules,
-                              lambda node, code, message, fix: raw.append((node, code, message, fix)),
+        interpreter = analyze(module, rules, lambda *report: raw.append(report),
                               failures, positions, path=disk_path,
                               project=PROJECT if disk_path is not None else None, text=text)
         place = interpreter.place
