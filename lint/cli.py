@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, report, selection
+from gradguard import __version__, fixes, report, selection
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.files import (
@@ -242,6 +242,14 @@ def verify_options(command):
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Processes to lint with (0: one per CPU).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, and report what is left.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="With --fix or --diff, apply the unsafe fixes too (they may change what "
+                   "the program computes: read them).")
+@click.option("--diff", is_flag=True,
+              help="Print the fixes as a unified diff instead of writing them; exit 1 when "
+                   "there is one.")
+@click.option("--show-fixes", is_flag=True, help="With --fix, list what was fixed in each file.")
 @click.option("--verify", is_flag=True,
               help="Replay each file with findings under torch and give each finding a "
                    "verdict (needs the `verify` extra).")
@@ -267,12 +275,15 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
     found = finder.discover(path for path in paths if path != STDIN)
     outcomes = lint_all(found.files, plan, options["jobs"])
+    stdin = None
     if STDIN in paths:
-        source = sys.stdin.buffer.read()
-        outcomes.append(lint_source(display_path(options["stdin_filename"]), source, plan))
+        stdin = (display_path(options["stdin_filename"]), sys.stdin.buffer.read())
+        outcomes.append(lint_source(*stdin, plan))
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
     checked = [outcome for outcome in outcomes if not outcome.error]
+    if options["fix"] or options["diff"]:
+        return _run_fixes(outcomes, errors, plan, options, stdin)
     findings = _one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
@@ -283,9 +294,86 @@ def run_check(paths: Sequence[str], options: dict) -> int:
         click.echo(f"gradguard: skipped: {message}", err=True)
     if not options["quiet"]:
         click.echo(report.summary(findings, len(checked)), err=True)
+        fixable = report.fixable(findings)
+        if fixable:
+            click.echo(fixable, err=True)
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
+
+
+# --- Fixing -------------------------------------------------------------------------------
+
+
+def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: dict,
+               stdin: Optional[tuple[str, bytes]]) -> int:
+    """``--fix`` and ``--diff``: fix each file with applicable fixes, then report the
+    findings left (``--fix``) or the diff (``--diff``). Standard input's fixed source
+    goes to standard output, its findings to standard error."""
+    unsafe = options["unsafe_fixes"]
+    left, fixed, diffs, fixed_stdin = [], {}, [], None
+    for outcome in outcomes:
+        if outcome.error:
+            continue
+        if not any(f.fix is not None and (f.fix.safe or unsafe) for f in outcome.findings):
+            left += outcome.findings
+            continue
+        path = outcome.path
+        try:
+            original = stdin[1] if stdin and path == stdin[0] else read_file(path)
+            encoding = fixes.encoding_of(original)
+            result = fixes.fix_text(original.decode(encoding), partial(_own_findings, path, plan,
+                                                                       encoding), unsafe)
+            if result.failure:
+                errors.append(f"{path}: {result.failure}")
+            if result.fixed:
+                new = result.text.encode(encoding)
+                if options["diff"]:
+                    diffs.append(fixes.unified_diff(path, original.decode(encoding), result.text))
+                elif stdin and path == stdin[0]:
+                    fixed_stdin = new
+                else:
+                    fixes.write_atomically(path, new, original)
+                fixed[path] = result.fixed
+            left += [f for f in outcome.findings if f.path != path] + result.findings \
+                if not options["diff"] else outcome.findings
+        except (OSError, SyntaxError, UnicodeError, LookupError) as error:
+            errors.append(str(error) if isinstance(error, fixes.FileChangedError)
+                          else f"{path}: not fixed: {error}")
+            left += outcome.findings
+    findings = _one_per_place(left)
+    if options["diff"]:
+        for diff in diffs:
+            click.echo(diff, nl=False)
+    elif stdin is not None:
+        sys.stdout.buffer.write(fixed_stdin if fixed_stdin is not None else stdin[1])
+        sys.stdout.flush()
+        for finding in findings:
+            click.echo(finding.format(), err=True)
+    else:
+        _write(findings, {}, options)
+    for message in errors:
+        _error(message)
+    quiet, count = options["quiet"], sum(len(codes) for codes in fixed.values())
+    if options["show_fixes"] and fixed and not options["diff"]:
+        click.echo(report.fixed_listing(fixed), err=True)
+    if not quiet:
+        verb = "Would fix" if options["diff"] else "Fixed"
+        click.echo(f"{verb} {report.count(count, 'finding')} in "
+                   f"{report.count(len(fixed), 'file')}.", err=True)
+        if not options["diff"]:
+            click.echo(report.summary(findings, sum(not o.error for o in outcomes)), err=True)
+    if errors:
+        return EXIT_ERROR
+    if options["diff"]:
+        return EXIT_FINDINGS if diffs else EXIT_OK
+    return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
+
+
+def _own_findings(path: str, plan: Plan, encoding: str, text: str) -> list[Finding]:
+    """The findings of ``text`` as the file at ``path`` (its own, not its imports')."""
+    outcome = lint_source(path, text.encode(encoding), plan)
+    return [f for f in outcome.findings if f.path == path]
 
 
 def _one_per_place(findings) -> list[Finding]:

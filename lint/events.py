@@ -54,6 +54,9 @@ class Mutation:
     in_function: Optional[str] = None
     # The analysed code's call that led to the write, when it is inside a followed call.
     via: Optional[cst.CSTNode] = None
+    # The call whose ``inplace`` flag made the write, and the flag's position:
+    # ``nn.ReLU(inplace=True)`` where the layer was built, ``F.relu(x, inplace=True)``.
+    flag: Optional[tuple] = None
 
     @property
     def code(self) -> str:
@@ -161,3 +164,4 @@ class DroppedTerm:
 class LegacyVariable:
     node: cst.CSTNode
     volatile: bool
+    wrapped_requires_grad: Tri = Tri.MAYBE  # whether the wrapped tensor requires grad

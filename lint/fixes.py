@@ -9,12 +9,23 @@ formatting elsewhere are kept byte for byte.
 
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+import difflib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from gradguard.findings import Fix
+from gradguard.files import read_file
+from gradguard.findings import DIAGNOSTICS, SAFE, UNSAFE, Edit, Fix
 from gradguard.positions import Positions
 
 
@@ -26,7 +37,7 @@ class Source:
         self.module = module
         self.positions = positions
         self.text = text
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)
         self._parents: Optional[dict] = None
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -47,3 +58,410 @@ class Rewrite:
 
     def fix(self, source: Source) -> Optional[Fix]:
         raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- reading
+def _lazy(node: cst.CSTNode) -> bool:
+    """Code in ``node`` does not run where it stands: a lambda's body, a generator's."""
+    return isinstance(node, (cst.Lambda, cst.GeneratorExp))
+
+
+def statement_of(source: Source, node: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
+    """The small statement that runs ``node``, when it is the only one on its line of a
+    block (``a; b`` and ``if c: a`` are left alone) and nothing lazy lies between."""
+    child, parent = node, source.parent(node)
+    while parent is not None and not isinstance(parent, cst.SimpleStatementLine):
+        if _lazy(parent) or isinstance(parent, cst.SimpleStatementSuite):
+            return None
+        child, parent = parent, source.parent(parent)
+    if parent is None or len(parent.body) != 1 or parent.body[0] is not child:
+        return None
+    return child
+
+
+def stands_alone(statement: cst.BaseSmallStatement) -> bool:
+    """No name is bound to the statement's value: an expression statement, an augmented
+    assignment, an assignment into an item or attribute."""
+    if isinstance(statement, (cst.Expr, cst.AugAssign)):
+        return True
+    return isinstance(statement, cst.Assign) and all(
+        isinstance(target.target, (cst.Subscript, cst.Attribute)) for target in statement.targets)
+
+
+def torch_name(module: cst.Module) -> Optional[str]:
+    """The name ``import torch`` binds at the top of the module (``th`` for ``import torch
+    as th``); None when no such import is there."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name) and alias.name.value == "torch":
+                        return alias.asname.name.value if alias.asname else "torch"
+    return None
+
+
+def _import_torch(source: Source) -> Edit:
+    """Insert ``import torch`` before the first statement that is neither the module's
+    docstring nor a ``from __future__`` import."""
+    body = source.module.body
+    for position, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+                (isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name)
+                 and small.module.value == "__future__")
+                or (position == 0 and isinstance(small, cst.Expr)
+                    and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)))
+                for small in statement.body):
+            continue
+        line = source.span(statement)[0]
+        return Edit(line, 1, line, 1, "import torch\n")
+    line = len(source.lines) + 1
+    return Edit(line, 1, line, 1, "import torch\n")
+
+
+def _spans_lines_in_a_string(source: Source, node: cst.CSTNode) -> bool:
+    """Whether a string literal in ``node`` runs over several lines (indenting those lines
+    would change its value)."""
+    found = []
+
+    class Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, string: cst.SimpleString) -> None:
+            found.append(string)
+
+        def visit_FormattedString(self, string: cst.FormattedString) -> bool:
+            found.append(string)
+            return False
+
+    node.visit(Strings())
+    return any(source.span(string)[0] != source.span(string)[2] for string in found)
+
+
+def _data_attribute(node: cst.CSTNode) -> Optional[cst.Attribute]:
+    """The ``.data`` that the write ``node`` goes through: ``p.data.mul_(k)``,
+    ``p.data[0] = 1``, ``p.data += d``, ``nn.init.zeros_(p.data)``."""
+    if isinstance(node, cst.Call):
+        found = _data_attribute_in(node.func.value) \
+            if isinstance(node.func, cst.Attribute) else None
+        if found is None and node.args:  # nn.init.zeros_(p.data)
+            found = _data_attribute_in(node.args[0].value)
+        return found
+    if isinstance(node, cst.AugAssign):
+        start = node.target
+    elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+        start = node.targets[0].target
+    else:
+        return None
+    return _data_attribute_in(start)
+
+
+def _data_attribute_in(expression: cst.CSTNode) -> Optional[cst.Attribute]:
+    """The first ``.data`` down a receiver chain (``p.data[0].view(-1)``)."""
+    while True:
+        if isinstance(expression, cst.Attribute):
+            if expression.attr.value == "data":
+                return expression
+            expression = expression.value
+        elif isinstance(expression, cst.Subscript):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute):
+            expression = expression.func.value
+        else:
+            return None
+
+
+# ----------------------------------------------------------------------------- rewrites
+NO_GRAD_FIX = "Run the write under `torch.no_grad()`"
+
+
+class NoGradWrap(Rewrite):
+    """Put the statement that runs the write ``node`` under ``with torch.no_grad():``.
+
+    With ``strip_data``, the write stops going through ``.data`` (``p.data.mul_(k)``
+    becomes ``p.mul_(k)``) and ``x.data = y`` becomes ``x.copy_(y)``. Safe when the
+    statement's value is bound to no name and ``safe`` says the change keeps what the
+    program computes; unsafe otherwise."""
+
+    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False,
+                 safe: bool = True) -> None:
+        self.node, self.message, self.strip_data, self.safe = node, message, strip_data, safe
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        statement = statement_of(source, self.node)
+        if statement is None or _spans_lines_in_a_string(source, statement):
+            return None
+        line, col, end_line, _ = source.span(statement)
+        indent = source.lines[line - 1][: col - 1]
+        if indent.strip():
+            return None
+        unit = source.module.default_indent
+        name = torch_name(source.module)
+        edits = [] if name is not None else [_import_torch(source)]
+        header = f"with {name or 'torch'}.no_grad():\n{indent}{unit}"
+        edits.append(Edit(line, col, line, col, header))
+        edits += [Edit(number, 1, number, 1, unit) for number in range(line + 1, end_line + 1)
+                  if source.lines[number - 1].strip()]
+        safe = self.safe and stands_alone(statement)
+        if self.strip_data:
+            data_edits = self._without_data(source, statement)
+            if data_edits is None:
+                return None
+            edits += data_edits
+            safe = safe and not (isinstance(statement, cst.Assign)
+                                 and _is_data(statement.targets[0].target))
+        return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)))
+
+    def _without_data(self, source: Source, statement) -> Optional[list[Edit]]:
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and _is_data(statement.targets[0].target):  # x.data = y: x.copy_(y)
+            tensor = source.module.code_for_node(statement.targets[0].target.value)
+            value = source.module.code_for_node(statement.value)
+            return [Edit(*source.span(statement), f"{tensor}.copy_({value})")]
+        data = _data_attribute(self.node)
+        if data is None:
+            return None
+        _, _, line, col = source.span(data.value)
+        _, _, end_line, end_col = source.span(data)
+        return [Edit(line, col, end_line, end_col, "")]
+
+
+def _is_data(target: cst.CSTNode) -> bool:
+    return isinstance(target, cst.Attribute) and target.attr.value == "data"
+
+
+class InplaceOff(Rewrite):
+    """``inplace=True`` to ``inplace=False`` in the call that built the layer
+    (``nn.ReLU(inplace=True)``) or made the write (``F.relu(x, inplace=True)``); also a
+    positional ``True`` at the flag's position.
+
+    The op then returns a new tensor and leaves its input as it was. Safe where nothing
+    can read the input afterwards: it is a temporary (``act(bn(x))``), or the result is
+    bound to the input's own name (``x = act(x)``). Where the result is dropped
+    (``F.relu(x, inplace=True)`` as a statement) the fix binds it (``x = F.relu(x,
+    inplace=False)``); that, and any other use, is unsafe: another name for the input
+    no longer sees the change."""
+
+    def __init__(self, call: cst.CSTNode, position: Optional[int], write: cst.CSTNode,
+                 message: str) -> None:
+        self.call, self.position, self.write, self.message = call, position, write, message
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        flag = self._flag()
+        if flag is None or not isinstance(self.write, cst.Call) or not self.write.args:
+            return None
+        edits = [Edit(*source.span(flag.value), "False")]
+        written = self.write.args[0].value
+        statement = source.parent(self.write)
+        if isinstance(statement, cst.Expr):  # the result is dropped: bind it
+            if not isinstance(written, cst.Name) or statement_of(source, self.write) is None:
+                return None
+            line, col, _, _ = source.span(statement)
+            edits.append(Edit(line, col, line, col, f"{written.value} = "))
+            return Fix(self.message, UNSAFE, tuple(sorted(edits)))
+        temporary = not isinstance(written, (cst.Name, cst.Attribute, cst.Subscript))
+        target = statement.targets[0].target if isinstance(statement, cst.Assign) \
+            and len(statement.targets) == 1 else None
+        rebound = isinstance(written, cst.Name) and isinstance(target, cst.Name) \
+            and target.value == written.value
+        return Fix(self.message, SAFE if temporary or rebound else UNSAFE, tuple(edits))
+
+    def _flag(self) -> Optional[cst.Arg]:
+        if not isinstance(self.call, cst.Call):
+            return None
+        positional = [arg for arg in self.call.args if arg.keyword is None and not arg.star]
+        flag = next((arg for arg in self.call.args
+                     if arg.keyword is not None and arg.keyword.value == "inplace"), None)
+        if flag is None and self.position is not None and self.position < len(positional):
+            flag = positional[self.position]
+        if flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "True"):
+            return None
+        return flag
+
+
+_BINARY = {
+    "+=": "+", "-=": "-", "*=": "*", "/=": "/", "//=": "//", "%=": "%", "**=": "**",
+    "@=": "@", "&=": "&", "|=": "|", "^=": "^", "<<=": "<<", ">>=": ">>",
+}
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+          cst.SimpleString)
+
+
+class Rebind(Rewrite):
+    """``out += 1`` to ``out = out + 1``: a new tensor instead of a write into the saved
+    one. Unsafe: another name for the same tensor no longer sees the change."""
+
+    def __init__(self, node: cst.CSTNode, message: str) -> None:
+        self.node, self.message = node, message
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        node = self.node
+        if not (isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name)):
+            return None
+        operator = _BINARY.get(node.operator._get_token())
+        if operator is None:
+            return None
+        value = source.module.code_for_node(node.value)
+        if not isinstance(node.value, _ATOMS) or node.value.lpar:
+            value = f"({value})" if not node.value.lpar else value
+        name = node.target.value
+        return Fix(self.message, UNSAFE,
+                   (Edit(*source.span(node), f"{name} = {name} {operator} {value}"),))
+
+
+class Unwrap(Rewrite):
+    """``Variable(t)`` to ``t``: the tensor itself. Safe when ``t`` is known not to
+    require grad (then the wrapper changed nothing); unsafe otherwise (the wrapper cut
+    ``t`` from its graph, and ``t`` lets gradients through)."""
+
+    def __init__(self, call: cst.CSTNode, message: str, safe: bool) -> None:
+        self.call, self.message, self.safe = call, message, safe
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        call = self.call
+        if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword \
+                or call.args[0].star:
+            return None
+        others = call.args[1:]
+        if any(arg.keyword is None or arg.keyword.value != "volatile" for arg in others):
+            return None  # requires_grad=...: the wrapper does more than wrap
+        inner = source.module.code_for_node(call.args[0].value)
+        if not isinstance(call.args[0].value, _ATOMS):
+            inner = f"({inner})"
+        return Fix(self.message, SAFE if self.safe else UNSAFE,
+                   (Edit(*source.span(call), inner),))
+
+
+# ----------------------------------------------------------------------------- applying
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (``\\n``, ``\\r\\n``, ``\\r``; not the form
+    feeds and other separators ``str.splitlines`` also splits on), ends kept."""
+    lines, start = [], 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[start:end.end()])
+        start = end.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
+    """``text`` with ``fixes`` applied, and the fixes taken. Fixes are taken in order of
+    position; one whose edits touch or overlap a taken one's waits for another round
+    (its positions are those of ``text``)."""
+    lines = split_lines(text)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[min(line, len(starts)) - 1] + col - 1
+
+    taken, spans, replacements = [], [], []
+    for fix in sorted(fixes, key=lambda fix: min(fix.edits)):
+        ranges = [(offset(e.line, e.col), offset(e.end_line, e.end_col), e.content)
+                  for e in fix.edits]
+        if any(start <= other_end and other_start <= end
+               for start, end, _ in ranges for other_start, other_end in spans):
+            continue
+        taken.append(fix)
+        spans += [(start, end) for start, end, _ in ranges]
+        replacements += ranges
+    # from the end backwards; of two insertions at one place, the one listed first ends
+    # up first
+    ordered = sorted(enumerate(replacements), key=lambda r: (r[1][0], r[1][1], r[0]),
+                     reverse=True)
+    for _, (start, end, content) in ordered:
+        text = text[:start] + content + text[end:]
+    return text, taken
+
+
+@dataclass
+class FixResult:
+    """What fixing one file did: its new text, the findings left, the codes fixed (in
+    order), and why it stopped early when it did."""
+
+    text: str
+    findings: list
+    fixed: list[str] = field(default_factory=list)
+    failure: Optional[str] = None
+
+
+def fix_text(text: str, lint: Callable[[str], list], unsafe: bool,
+             rounds: int = 10) -> FixResult:
+    """Apply the applicable fixes of ``lint(text)``'s findings, re-linting after each
+    round, until none is left (at most ``rounds``). A round whose result does not lint
+    (a syntax error) or still has as many findings of a fixed code is undone, and says so."""
+    findings = lint(text)
+    result = FixResult(text, findings)
+    for _ in range(rounds):
+        fixes = [f.fix for f in result.findings if f.fix is not None and (f.fix.safe or unsafe)]
+        codes = [f.code for f in result.findings if f.fix is not None and (f.fix.safe or unsafe)]
+        if not fixes:
+            break
+        new_text, taken = apply_fixes(result.text, fixes)
+        if new_text == result.text:
+            break
+        fixed = [codes[fixes.index(fix)] for fix in taken]
+        new_findings = lint(new_text)
+        broken = next((f for f in new_findings if f.code in DIAGNOSTICS), None)
+        if broken is not None:
+            result.failure = f"a fix made the file fail to lint ({broken.code} " \
+                             f"{broken.message.splitlines()[0]}); left as it was"
+            break
+        before, after = Counter(f.code for f in result.findings), \
+            Counter(f.code for f in new_findings)
+        kept = sorted(code for code, n in Counter(fixed).items() if after[code] > before[code] - n)
+        if kept:
+            result.failure = f"a fix did not remove its finding ({', '.join(kept)}); " \
+                             "left as it was"
+            break
+        result.text, result.findings = new_text, new_findings
+        result.fixed += fixed
+    return result
+
+
+def write_atomically(path: str, data: bytes, expected: bytes) -> None:
+    """Replace the file at ``path`` by ``data``: through a temporary file beside it,
+    synced, then renamed over it, with the file's mode kept. Raises ``FileChangedError``
+    when the file no longer holds ``expected`` (it changed since it was read)."""
+    if read_file(path) != expected:
+        raise FileChangedError(path)
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    directory, name = os.path.split(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".gradguard",
+                                             dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        if read_file(path) != expected:  # the last moment it can be noticed
+            raise FileChangedError(path)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class FileChangedError(OSError):
+    """The file changed on disk between reading and writing it: it is not overwritten."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: changed on disk while it was linted; not overwritten")
+
+
+def encoding_of(source: bytes) -> str:
+    """How Python decodes the file (BOM, coding cookie, else UTF-8): fixed text is
+    written back the same way (``utf-8-sig`` keeps a BOM)."""
+    return tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """``--diff``'s text for one file."""
+    return "".join(difflib.unified_diff(split_lines(old), split_lines(new),
+                                        fromfile=path, tofile=path))

@@ -134,17 +134,17 @@ def to_sarif(findings: Sequence[Finding]) -> str:
     return json.dumps(log, indent=2)
 
 
-def _count(n: int, noun: str) -> str:
+def count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def summary(findings: Sequence[Finding], files_checked: int) -> str:
     """``3 findings in 2 files, 14 files checked`` or ``No findings, 14 files checked``."""
-    checked = f"{_count(files_checked, 'file')} checked"
+    checked = f"{count(files_checked, 'file')} checked"
     if not findings:
         return f"No findings, {checked}"
     files = len({f.path for f in findings})
-    return f"{_count(len(findings), 'finding')} in {_count(files, 'file')}, {checked}"
+    return f"{count(len(findings), 'finding')} in {count(files, 'file')}, {checked}"
 
 
 def statistics(findings: Sequence[Finding]) -> list[str]:
@@ -152,3 +152,25 @@ def statistics(findings: Sequence[Finding]) -> list[str]:
     names = _names()
     counts = Counter(f.code for f in findings)
     return [f"{counts[code]:<5} {code} {names.get(code, '')}".rstrip() for code in sorted(counts)]
+
+
+def fixable(findings: Sequence[Finding]) -> Optional[str]:
+    """``[*] 2 fixable with --fix (1 more with --unsafe-fixes)``; None when none is."""
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.safe)
+    unsafe = sum(1 for f in findings if f.fix is not None and not f.fix.safe)
+    if not safe and not unsafe:
+        return None
+    more = f" ({unsafe} more with `--fix --unsafe-fixes`)" if unsafe else ""
+    return f"[*] {safe} fixable with `--fix`{more}" if safe else \
+        f"[*] {unsafe} fixable with `--fix --unsafe-fixes`"
+
+
+def fixed_listing(fixed: Mapping[str, Sequence[str]]) -> str:
+    """What ``--fix --show-fixes`` applied: per file, each code's count and name."""
+    names = _names()
+    lines = [f"Fixed {count(sum(len(c) for c in fixed.values()), 'finding')}:"]
+    for path in sorted(fixed):
+        lines.append(f"- {path}:")
+        for code, n in sorted(Counter(fixed[path]).items()):
+            lines.append(f"    {n} × {code} ({names.get(code, '')})")
+    return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gradguard.events import IndexKind, InplaceWrite
+from gradguard.fixes import NO_GRAD_FIX, NoGradWrap
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
 
@@ -63,4 +64,5 @@ class LeafInplace(Rule):
             f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "
             f"requires grad{where}{self.reached(event)}; do it under "
             "`with torch.no_grad():` or use an out-of-place op",
+            NoGradWrap(event.node, NO_GRAD_FIX),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gradguard.events import IndexKind, InplaceWrite
+from gradguard.fixes import NO_GRAD_FIX, NoGradWrap
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
 
@@ -53,6 +54,7 @@ class LeafViewInplace(Rule):
                 f"{self.where(target.grad_origin)}{self.reached(event)}; do it under "
                 "`with torch.no_grad():` "
                 "or use an out-of-place op",
+                NoGradWrap(event.node, NO_GRAD_FIX),
             )
             return
         if (
@@ -69,4 +71,5 @@ class LeafViewInplace(Rule):
                 f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
                 f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
                 "do it under `with torch.no_grad():` or use an out-of-place op",
+                NoGradWrap(event.node, NO_GRAD_FIX),
             )

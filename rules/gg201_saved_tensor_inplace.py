@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
+import libcst as cst
+
 from gradguard.events import SavedTensorMutated
+from gradguard.fixes import InplaceOff, Rebind, Rewrite
 from gradguard.rules.base import Rule, quote
 
 
@@ -67,4 +72,15 @@ class SavedTensorInplace(Rule):
             f"{saved}; modifying it in place here with {mutation.operation}{through} makes "
             f"{self.failing_backward(event)} fail{self.via(mutation)}. Use an out-of-place op or "
             "mutate a `.clone()`",
+            self._fix(mutation),
         )
+
+    @staticmethod
+    def _fix(mutation) -> Optional[Rewrite]:
+        if mutation.flag is not None:
+            return InplaceOff(*mutation.flag, mutation.node,
+                              "Make the op out of place: `inplace=False`")
+        if isinstance(mutation.node, cst.AugAssign) and not mutation.aliased:
+            return Rebind(mutation.node, "Rebind the name to a new tensor instead of writing "
+                                         "the saved one")
+        return None

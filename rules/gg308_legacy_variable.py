@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from gradguard.events import LegacyVariable
+from gradguard.facts import Tri
+from gradguard.fixes import Unwrap
 from gradguard.rules.base import Rule
 
 
@@ -49,4 +51,5 @@ class LegacyVariableRule(Rule):
             message = "`Variable(t)` is a legacy wrapper: since PyTorch 0.4 it returns a new " \
                       "tensor sharing `t`'s storage, cut from its graph (requires_grad=False " \
                       "unless passed); use `t` itself, or `t.detach()` where cutting is meant"
-        self.report(event.node, message)
+        self.report(event.node, message, Unwrap(
+            event.node, "Use the tensor itself", event.wrapped_requires_grad is Tri.NO))

@@ -209,7 +209,8 @@ class SavedTensors(Room):
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
                        target: Optional[Hashable] = None, silent: bool = False,
-                       detach: bool = False, optimizer: Optional[str] = None) -> bool:
+                       detach: bool = False, optimizer: Optional[str] = None,
+                       flag: Optional[tuple] = None) -> bool:
         """A write moved the version counter of ``written`` (through the object
         ``target``): every live save of that storage now has a pending mutation, unless
         one is pending from the same node already (a chain ``y.mul_(2).add_(1)`` is one
@@ -228,7 +229,7 @@ class SavedTensors(Room):
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
                          in_function=self.engine.custom_functions.current,
-                         via=self.engine.calls.via(written))
+                         via=self.engine.calls.via(written), flag=flag)
                 for save in fresh)
         return True
 

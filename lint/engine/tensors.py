@@ -229,7 +229,8 @@ class Tensors(Room):
     def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
                      target_node: cst.CSTNode | str, operation: str,
                      index: Optional[IndexKind] = None, method: Optional[str] = None,
-                     site: Optional[Hashable] = None, operands: Iterable[Value] = ()) -> bool:
+                     site: Optional[Hashable] = None, operands: Iterable[Value] = (),
+                     flag: Optional[tuple] = None) -> bool:
         """A write into ``target``'s storage: tell the rules, and note which saved
         tensors it changed. ``operands`` are the values written in (``y`` in ``x += y``,
         ``x.copy_(y)``, ``x[i] = y``): when one requires grad, so does ``x`` afterwards.
@@ -262,7 +263,7 @@ class Tensors(Room):
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
         hit = self.saved.write_to_saved(st, node, counter, text, operation, parameter,
-                                        target.obj)
+                                        target.obj, flag=flag)
         if through_data:  # moves only .data's own counter: the saved copy is silently changed
             hit |= self.saved.write_to_saved(st, node, memory, text, operation, parameter,
                                              target.obj, silent=True)

@@ -122,7 +122,8 @@ class TorchCalls(Room):
             return self._grad_mode(st, context, args, node)
         if name == "Variable":
             volatile = self.expressions.argument(node, args, "volatile") is not None
-            self.engine.dispatch("legacy_variable", LegacyVariable(node, volatile))
+            self.engine.dispatch("legacy_variable", LegacyVariable(
+                node, volatile, self.tensors.requires_grad_of(st, arg0)))
             if self.expressions.argument(node, args, "requires_grad") is None:
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
                 return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
@@ -196,7 +197,8 @@ class TorchCalls(Room):
                                              TORCH.inplace_positions.get(f"F.{name}"))
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
-                                  f"`F.{name}(..., inplace=True)`", method=f"F.{name}")
+                                  f"`F.{name}(..., inplace=True)`", method=f"F.{name}",
+                                  flag=(node, TORCH.inplace_positions.get(f"F.{name}")))
                 return arg0
         if name in TORCH.functional_functions:
             operands = self.expressions.positional_operands(node, args, op=f"F.{name}")

@@ -1,0 +1,272 @@
+"""Fixes: applying them, the command line's --fix/--diff, and every fixture's fixes proven.
+
+For each fixture annotated with a code that has fixes, every fix (safe and unsafe) is
+applied the way ``--fix --unsafe-fixes`` applies them. The fixed file must lint without
+the fixed findings (``fix_text`` checks that), and fixing it again must change nothing.
+Where every finding of a single-file fixture got a fix, torch proves the fixed program:
+it runs clean, and its leaves' gradients equal those of a reference run of the original,
+where each fixed line behaves as the fix says it should:
+
+- GG101/GG102 (a write into a leaf): the original with grad mode off around the line
+  (``torch.set_grad_enabled``), which is what the write under ``no_grad`` means;
+- GG201 (a write into a saved tensor): the original run inside
+  ``torch.autograd.graph.allow_mutation_on_saved_tensors()``, where torch keeps what was
+  saved: the gradients the out-of-place op gives;
+- GG302 and GG308 (equivalent rewrites): the original itself, and there every final
+  tensor (values too) must be the same.
+"""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradguard import check_source
+from gradguard.findings import SAFE, UNSAFE, Edit, Fix
+from gradguard.fixes import FileChangedError, apply_fixes, fix_text, write_atomically
+from gradguard.rules import ALL_RULES
+from oracle import (
+    FIXTURES_DIR,
+    Program,
+    _sole_statement,
+    _Src,
+    fixture_files,
+    grad_diff,
+    parse_expectations,
+    program_files,
+    state_diff,
+)
+
+FIXABLE = ("GG101", "GG102", "GG201", "GG302", "GG308")
+# Unsafe fixes change what the program computes where another name sees the tensor: here
+# ``a = attn; a *= mask`` masks ``attn`` too, which ``a = a * mask`` does not. Each is
+# listed; a safe fix may never change a gradient.
+UNSAFE_FIXES_THAT_CHANGE_GRADIENTS = {"GG201/bug_softmax_alias_imul.py"}
+EQUIVALENT = {"GG302", "GG308"}
+
+
+def _annotated_with_fixable_codes() -> list[Path]:
+    found = []
+    for path in fixture_files():
+        files = program_files(path) if path.is_dir() else [path]
+        codes = {code for file in files
+                 for keys in parse_expectations(file.read_text(encoding="utf-8")).values()
+                 for code in keys}
+        if codes & set(FIXABLE):
+            found.append(path)
+    return found
+
+
+CANDIDATES = _annotated_with_fixable_codes()
+
+
+def _lint(path: Path):
+    def lint(text: str):
+        return [f for f in check_source(text, str(path), ALL_RULES) if f.path == str(path)]
+    return lint
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(FIXTURES_DIR).as_posix()
+
+
+# ----------------------------------------------------------------------------- applying
+def test_fixes_apply_from_the_end_and_an_overlapping_one_waits():
+    text = "a = 1\nb = 2\n"
+    first = Fix("one", SAFE, (Edit(1, 5, 1, 6, "10"),))
+    second = Fix("two", SAFE, (Edit(1, 1, 1, 1, "# x\n"), Edit(2, 5, 2, 6, "20")))
+    overlapping = Fix("three", SAFE, (Edit(1, 5, 1, 6, "99"),))
+    new, taken = apply_fixes(text, [overlapping, second, first])
+    assert taken == [second, overlapping] or taken == [second, first]
+    assert new in ("# x\na = 99\nb = 20\n", "# x\na = 10\nb = 20\n")
+
+
+def test_two_insertions_at_one_place_keep_their_order():
+    fix = Fix("f", SAFE, (Edit(1, 1, 1, 1, "import torch\n"), Edit(1, 1, 1, 1, "with x:\n    ")))
+    assert apply_fixes("w.mul_(2)\n", [fix])[0] == "import torch\nwith x:\n    w.mul_(2)\n"
+
+
+def test_lines_are_counted_as_python_counts_them():
+    text = "a = 1\r\nb = '\x0c'\rc = 3\n"
+    fix = Fix("f", SAFE, (Edit(3, 5, 3, 6, "4"),))
+    assert apply_fixes(text, [fix])[0] == "a = 1\r\nb = '\x0c'\rc = 4\n"
+
+
+def test_a_fix_that_breaks_the_file_is_undone():
+    def lint(text):
+        if "(" in text:
+            return check_source(text, "x.py", ALL_RULES)
+        return [_finding_with(Fix("bad", SAFE, (Edit(1, 1, 1, 1, "("),)))]
+    result = fix_text("x = 1\n", lint, unsafe=False)
+    assert result.text == "x = 1\n" and "fail to lint" in result.failure
+
+
+def _finding_with(fix):
+    from gradguard.findings import Finding
+    return Finding("x.py", 1, 1, "GG101", "m", fix=fix)
+
+
+def test_atomic_write_keeps_the_mode_and_refuses_a_changed_file(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    path.chmod(0o640)
+    write_atomically(str(path), b"new\n", b"old\n")
+    assert path.read_bytes() == b"new\n" and stat.S_IMODE(path.stat().st_mode) == 0o640
+    with pytest.raises(FileChangedError):
+        write_atomically(str(path), b"newer\n", b"old\n")
+    assert path.read_bytes() == b"new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]  # no temporary left behind
+
+
+# ----------------------------------------------------------------------------- the command line
+BUGGY = (b"import torch\nimport torch.nn as nn\n\nw = torch.zeros(3, requires_grad=True)\n"
+         b"w.mul_(2)  # a comment kept\nx = torch.randn(3)\nout = (x * w).sigmoid()\n"
+         b"out += 1\nout.sum().backward()\n")
+
+
+def gradguard(cwd, *args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "gradguard", "check", *args], cwd=cwd,
+                          input=stdin, capture_output=True, timeout=120)
+
+
+def test_fix_writes_safe_fixes_and_a_second_run_changes_nothing(tmp_path):
+    (tmp_path / "a.py").write_bytes(BUGGY)
+    run = gradguard(tmp_path, "--fix", "--show-fixes", "a.py")
+    fixed = (tmp_path / "a.py").read_bytes()
+    assert b"with torch.no_grad():\n    w.mul_(2)  # a comment kept\n" in fixed
+    assert b"out += 1" in fixed  # unsafe: not without --unsafe-fixes
+    assert run.returncode == 1 and b"GG201" in run.stdout and b"GG101" not in run.stdout
+    assert b"1 \xc3\x97 GG101 (leaf-inplace)" in run.stderr
+    again = gradguard(tmp_path, "--fix", "a.py")
+    assert (tmp_path / "a.py").read_bytes() == fixed and b"Fixed 0 findings" in again.stderr
+
+
+def test_unsafe_fixes_and_exit_zero_when_all_is_fixed(tmp_path):
+    (tmp_path / "a.py").write_bytes(BUGGY)
+    run = gradguard(tmp_path, "--fix", "--unsafe-fixes", "a.py")
+    assert run.returncode == 0, run.stderr
+    assert b"out = out + 1" in (tmp_path / "a.py").read_bytes()
+
+
+def test_diff_writes_nothing_and_exits_1(tmp_path):
+    (tmp_path / "a.py").write_bytes(BUGGY)
+    run = gradguard(tmp_path, "--diff", "a.py")
+    assert run.returncode == 1 and (tmp_path / "a.py").read_bytes() == BUGGY
+    assert b"+with torch.no_grad():\n+    w.mul_(2)" in run.stdout.replace(b"\r", b"")
+    assert gradguard(tmp_path, "--diff", "--select", "GG201", "a.py").returncode == 0
+
+
+def test_fix_on_standard_input_prints_the_fixed_source(tmp_path):
+    run = gradguard(tmp_path, "--fix", "-", stdin=BUGGY)
+    assert run.stdout.startswith(b"import torch\n") and b"    w.mul_(2)" in run.stdout
+    assert b"GG201" in run.stderr
+
+
+def test_a_file_without_import_torch_gets_one(tmp_path):
+    source = (b'"""Doc."""\nfrom __future__ import annotations\nfrom torch import nn\n\n'
+              b"layer = nn.Linear(2, 2)\nlayer.weight.mul_(2)\n")
+    (tmp_path / "a.py").write_bytes(source)
+    gradguard(tmp_path, "--fix", "a.py")
+    assert (tmp_path / "a.py").read_bytes() == (
+        b'"""Doc."""\nfrom __future__ import annotations\nimport torch\nfrom torch import nn\n\n'
+        b"layer = nn.Linear(2, 2)\nwith torch.no_grad():\n    layer.weight.mul_(2)\n")
+
+
+def test_what_cannot_be_wrapped_is_not(tmp_path):
+    source = (b"import torch as th\nw = th.zeros(3, requires_grad=True)\n"
+              b"w.mul_(2); x = 1\nf = lambda: w.add_(1)\nf()\nw.sub_(1)\n")
+    (tmp_path / "a.py").write_bytes(source)
+    gradguard(tmp_path, "--fix", "a.py")
+    fixed = (tmp_path / "a.py").read_bytes()
+    assert fixed.startswith(source[:source.index(b"w.sub_")])  # `a; b`, a lambda: kept
+    assert fixed.endswith(b"with th.no_grad():\n    w.sub_(1)\n")
+
+
+# ----------------------------------------------------------------------------- every fixture
+@pytest.mark.parametrize("path", CANDIDATES, ids=_rel)
+def test_fixes_of_a_fixture(path: Path) -> None:
+    files = program_files(path) if path.is_dir() else [path]
+    fully_fixed = []
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        result = fix_text(text, _lint(file), unsafe=True)
+        assert result.failure is None, f"{file}: {result.failure}"
+        if result.fixed:
+            compile(result.text, str(file), "exec")
+            again = fix_text(result.text, _lint(file), unsafe=True)
+            assert again.text == result.text and not again.fixed, "a second fix changed more"
+        left = [f for f in result.findings if f.code not in {"GG001", "GG002", "GG003"}]
+        fully_fixed.append((file, text, result, not left and bool(result.fixed)))
+    if path.is_dir() or not fully_fixed[0][3]:
+        return  # proven by torch below only where a single file's findings all had fixes
+    file, text, result, _ = fully_fixed[0]
+    _prove(file, text, result.text)
+
+
+def _prove(file: Path, original: str, fixed: str) -> bool:
+    """The fixed program behaves as the reference: where the reference runs clean (the
+    case of every realistic fixture), the fixed program runs clean and its gradients are
+    the reference's; a reference that raises (a fixture of one-line demonstrations, such
+    as ``w &= 1`` on a float leaf, whose next error the fix reveals) is matched by the
+    same error at the same line. Returns whether both ran clean."""
+    findings = [f for f in check_source(original, str(file), ALL_RULES) if f.path == str(file)]
+    codes = {f.code for f in findings}
+    reference = original
+    for line in sorted({f.line for f in findings if f.code in ("GG101", "GG102")}, reverse=True):
+        reference = _grad_off_around(reference, line)
+    fixed_run = Program.single(fixed, file).run(snapshot=True)
+    if "GG201" in codes:
+        import torch
+        with torch.autograd.graph.allow_mutation_on_saved_tensors():
+            reference_run = Program.single(reference, file).run(snapshot=True)
+    else:
+        reference_run = Program.single(reference, file).run(snapshot=True)
+    if reference_run.exc is not None:
+        assert type(fixed_run.exc) is type(reference_run.exc), fixed_run.describe()
+        assert fixed.splitlines()[fixed_run.frame_line - 1].strip() == \
+            reference.splitlines()[reference_run.frame_line - 1].strip()
+        return False
+    assert fixed_run.exc is None, f"the fixed program {fixed_run.describe()}:\n{fixed}"
+    changed = grad_diff(reference_run.state, fixed_run.state)
+    unsafe = any(f.fix is not None and not f.fix.safe for f in findings)
+    if unsafe and _rel(file) in UNSAFE_FIXES_THAT_CHANGE_GRADIENTS:
+        assert changed, "a listed unsafe fix no longer changes a gradient: unlist it"
+        return True
+    assert changed == [], fixed
+    if codes <= EQUIVALENT:
+        assert state_diff(reference_run.state, fixed_run.state) == [], fixed
+    return True
+
+
+def _grad_off_around(source: str, line: int) -> str:
+    """The statement at ``line`` run with grad mode off (and on again after it)."""
+    src = _Src(source)
+    statement = _sole_statement(src, line)
+    lines = source.splitlines(keepends=True)
+    indent = lines[statement.lineno - 1][: statement.col_offset]
+    lines.insert(statement.end_lineno, f"{indent}__import__('torch').set_grad_enabled(True)\n")
+    lines.insert(statement.lineno - 1, f"{indent}__import__('torch').set_grad_enabled(False)\n")
+    return "".join(lines)
+
+
+def test_every_fixable_code_has_proven_fixtures():
+    """The codes with fixes are fixed in some fixture (the parametrized test then proves
+    them): a rule whose rewrite never applies would pass vacuously."""
+    fixed = set()
+    for path in CANDIDATES:
+        if path.is_dir():
+            continue
+        result = fix_text(path.read_text(encoding="utf-8"), _lint(path), unsafe=True)
+        fixed |= set(result.fixed)
+    assert fixed == set(FIXABLE)
+
+
+def test_fix_safety_is_marked():
+    findings = check_source(BUGGY, "a.py", ALL_RULES)
+    by_code = {f.code: f.fix for f in findings}
+    assert by_code["GG101"].applicability == SAFE
+    assert by_code["GG201"].applicability == UNSAFE
