@@ -51,6 +51,7 @@ class LeafInplace(Rule):
     code = "GG101"
     name = "leaf-inplace"
     summary = "in-place operation on a leaf tensor that requires grad"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:

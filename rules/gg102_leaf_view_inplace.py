@@ -40,6 +40,7 @@ class LeafViewInplace(Rule):
     code = "GG102"
     name = "leaf-view-inplace"
     summary = "in-place operation on a view of a leaf tensor that requires grad"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if event.grad_enabled is not Tri.YES:

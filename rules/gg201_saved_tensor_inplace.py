@@ -49,6 +49,7 @@ class SavedTensorInplace(Rule):
     code = "GG201"
     name = "saved-tensor-inplace"
     summary = "in-place mutation of a tensor that a live graph saved for backward"
+    fixable = "sometimes"
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation

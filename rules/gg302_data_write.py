@@ -50,6 +50,7 @@ class DataWrite(Rule):
     code = "GG302"
     name = "data-write"
     summary = "in-place write through `.data` or assignment to `.data`"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if not event.through_data or event.hits_saved:

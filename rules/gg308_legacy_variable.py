@@ -39,6 +39,7 @@ class LegacyVariableRule(Rule):
     code = "GG308"
     name = "legacy-variable"
     summary = "torch.autograd.Variable / volatile= (legacy since 0.4)"
+    fixable = "sometimes"
     default_enabled = False
 
     def on_legacy_variable(self, event: LegacyVariable) -> None:
