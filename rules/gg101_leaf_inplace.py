@@ -26,22 +26,28 @@ class LeafInplace(Rule):
 
     ## Example
     ```python
-    w = torch.randn(3, requires_grad=True)
-    w *= 2
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    model(torch.randn(4, 3)).sum().backward()
     for p in model.parameters():
-        p -= lr * p.grad
+        p -= 0.1 * p.grad
     ```
 
     ## Use instead
     ```python
-    w = torch.randn(3, requires_grad=True)
-    with torch.no_grad():
-        w *= 2
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    model(torch.randn(4, 3)).sum().backward()
     with torch.no_grad():
         for p in model.parameters():
-            p -= lr * p.grad
+            p -= 0.1 * p.grad
     ```
-    or an out-of-place op (``w = w * 2``) when the new value should stay in the graph.
+    or an out-of-place op (``w = w * 2`` rather than ``w *= 2``) when the write is part of
+    the computation and the new value should stay in the graph.
 
     ## Fix safety
     No automatic fix: whether the write belongs under ``torch.no_grad()`` (an update of

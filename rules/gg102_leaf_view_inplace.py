@@ -21,12 +21,17 @@ class LeafViewInplace(Rule):
 
     ## Example
     ```python
+    from torch import nn
+
     conv = nn.Conv2d(3, 8, 3)
     conv.weight[:, 0] = 0
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
     conv = nn.Conv2d(3, 8, 3)
     with torch.no_grad():
         conv.weight[:, 0] = 0

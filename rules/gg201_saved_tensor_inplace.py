@@ -27,18 +27,22 @@ class SavedTensorInplace(Rule):
 
     ## Example
     ```python
-    d = torch.matmul(x, w1)
-    f = torch.matmul(d, w2)
-    d[:] = 1
-    f.backward()
+    import torch
+
+    w = torch.randn(3, requires_grad=True)
+    out = torch.sigmoid(w * 2)
+    out += 1
+    out.sum().backward()
     ```
 
     ## Use instead
     ```python
-    d = torch.matmul(x, w1)
-    f = torch.matmul(d, w2)
-    d = torch.ones_like(d)  # out of place (or mutate d.clone(), or write before f = ...)
-    f.backward()
+    import torch
+
+    w = torch.randn(3, requires_grad=True)
+    out = torch.sigmoid(w * 2)
+    out = out + 1  # out of place (or write into out.clone())
+    out.sum().backward()
     ```
 
     ## Fix safety

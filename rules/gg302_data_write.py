@@ -24,12 +24,19 @@ class DataWrite(Rule):
 
     ## Example
     ```python
+    from torch import nn
+
+    critic = nn.Linear(4, 1)
     for p in critic.parameters():
         p.data.clamp_(-0.01, 0.01)
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    critic = nn.Linear(4, 1)
     with torch.no_grad():
         for p in critic.parameters():
             p.clamp_(-0.01, 0.01)

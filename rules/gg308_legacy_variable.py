@@ -20,13 +20,24 @@ class LegacyVariableRule(Rule):
 
     ## Example
     ```python
-    x = Variable(images, volatile=True)
+    import torch
+    from torch import nn
+    from torch.autograd import Variable
+
+    model = nn.Linear(3, 1)
+    images = torch.randn(2, 3)
+    out = model(Variable(images, volatile=True))
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    images = torch.randn(2, 3)
     with torch.no_grad():
-        x = images
+        out = model(images)
     ```
 
     ## Fix safety
