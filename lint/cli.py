@@ -1,4 +1,5 @@
-"""The ``gradguard`` command: ``check`` files, list ``rules``, explain a ``rule``.
+"""The ``gradguard`` command: ``check`` files, list ``rules``, explain a ``rule`` (or
+``explain`` one).
 
 ``check`` resolves the settings (command line over configuration), finds the files,
 lints each one independently (a failure in one file becomes a finding for that file)
@@ -19,7 +20,7 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, fixes, report, selection
+from gradguard import __version__, fixes, report, ruledoc, selection
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.files import (
@@ -462,17 +463,27 @@ def list_rules() -> None:
 
 
 @main.command("rule")
-@click.argument("code")
-def explain_rule(code: str) -> None:
-    """Explain the rule CODE (a code such as GG101, or a name such as leaf-inplace)."""
-    for info in report.catalog():
-        if code.upper() == info.code or code.lower() == info.name:
-            default = "Enabled" if info.default_enabled else "Disabled"
-            summary = info.summary[0].upper() + info.summary[1:]
-            click.echo(f"# {info.name} ({info.code})\n\n{summary}. {default} by default."
-                       f"\n\n{info.doc}")
-            return
-    raise click.BadParameter(f"no rule {code!r} (see `gradguard rules`)", param_hint="CODE")
+@click.argument("code", required=False)
+@click.option("--all", "all_rules", is_flag=True, help="Explain every rule.")
+@click.option("--format", "output_format", type=click.Choice(ruledoc.FORMATS),
+              default="text", show_default=True,
+              help="Output format: text, Markdown as in docs/rules.md, or JSON.")
+def explain_rule(code: Optional[str], all_rules: bool, output_format: str) -> None:
+    """Explain the rule CODE (a code such as GG101, or a name such as leaf-inplace), or
+    with --all every rule. `explain` is the same command."""
+    if all_rules == (code is not None):
+        raise click.UsageError("give a CODE or --all, not both" if all_rules
+                               else "missing CODE (or --all)")
+    if all_rules:
+        click.echo(ruledoc.render(ruledoc.rules(), output_format, many=True))
+        return
+    info = ruledoc.find(code)
+    if info is None:
+        raise click.BadParameter(f"no rule {code!r} (see `gradguard rules`)", param_hint="CODE")
+    click.echo(ruledoc.render([info], output_format))
+
+
+main.add_command(explain_rule, "explain")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ class CodeInfo:
     default_enabled: bool
     doc: str
     diagnostic: bool
+    fixable: str = "never"  # "never", "sometimes" or "always" (Rule.fixable)
 
 
 def catalog() -> list[CodeInfo]:
@@ -43,7 +44,7 @@ def catalog() -> list[CodeInfo]:
     ]
     rules = [
         CodeInfo(rule.code, rule.name, rule.summary, rule.default_enabled,
-                 inspect.cleandoc(rule.__doc__ or rule.summary), False)
+                 inspect.cleandoc(rule.__doc__ or rule.summary), False, rule.fixable)
         for rule in ALL_RULES
     ]
     return diagnostics + rules

@@ -24,6 +24,7 @@ from gradguard.fixes import Rewrite
 
 Report = Callable[[cst.CSTNode, str, str, Optional[Rewrite]], None]
 LineOf = Callable[[cst.CSTNode], int]
+FIXABILITY = ("never", "sometimes", "always")  # the values of ``Rule.fixable``
 
 
 class Rule:
@@ -31,6 +32,9 @@ class Rule:
     name: ClassVar[str]  # kebab-case, as ruff names rules
     summary: ClassVar[str]  # one line for the rule table
     default_enabled: ClassVar[bool] = True
+    # whether findings carry an automatic fix: "never", "sometimes" (some occurrences, or
+    # only when the "Fix safety" section's condition holds) or "always"
+    fixable: ClassVar[str] = "never"
 
     def __init__(self, report: Report, line_of: LineOf) -> None:
         self._report = report

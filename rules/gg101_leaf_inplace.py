@@ -27,31 +27,44 @@ class LeafInplace(Rule):
 
     ## Example
     ```python
-    w = torch.randn(3, requires_grad=True)
-    w *= 2
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    model(torch.randn(4, 3)).sum().backward()
     for p in model.parameters():
-        p -= lr * p.grad
+        p -= 0.1 * p.grad
     ```
 
     ## Use instead
     ```python
-    w = torch.randn(3, requires_grad=True)
-    with torch.no_grad():
-        w *= 2
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    model(torch.randn(4, 3)).sum().backward()
     with torch.no_grad():
         for p in model.parameters():
-            p -= lr * p.grad
+            p -= 0.1 * p.grad
     ```
-    or an out-of-place op (``w = w * 2``) when the new value should stay in the graph.
+    or an out-of-place op (``w = w * 2`` rather than ``w *= 2``) when the write is part of
+    the computation and the new value should stay in the graph.
 
     ## Fix safety
-    No automatic fix: whether the write belongs under ``torch.no_grad()`` (an update of
-    the parameter) or should be out of place (part of the computation) is the author's call.
+    ``--fix`` puts the statement under ``with torch.no_grad():`` (adding ``import torch``
+    when the file has none): the write then happens, unrecorded, which is what an update
+    of a parameter (initialisation, a manual optimizer step, weight surgery) means. Safe
+    when the statement stands alone (its value is bound to no name); unsafe when it binds
+    one (``y = w.mul_(2)``: later code may have meant ``y`` to be part of the graph). Not
+    offered where the write is one of several statements on a line, inside a lambda or a
+    generator, or spans a multi-line string. Where the write is part of the computation,
+    make it out of place (``w = w * 2``) instead: that is the author's call.
     """
 
     code = "GG101"
     name = "leaf-inplace"
     summary = "in-place operation on a leaf tensor that requires grad"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:

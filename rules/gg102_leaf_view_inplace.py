@@ -22,25 +22,33 @@ class LeafViewInplace(Rule):
 
     ## Example
     ```python
+    from torch import nn
+
     conv = nn.Conv2d(3, 8, 3)
     conv.weight[:, 0] = 0
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
     conv = nn.Conv2d(3, 8, 3)
     with torch.no_grad():
         conv.weight[:, 0] = 0
     ```
 
     ## Fix safety
-    No automatic fix: moving a write under ``torch.no_grad()`` takes it out of the graph,
-    which is right for initialisation and weight surgery but not for a computation.
+    As GG101: ``--fix`` puts the statement under ``with torch.no_grad():``, safe when it
+    stands alone, unsafe when it binds a name. Moving a write under ``torch.no_grad()``
+    takes it out of the graph, which is right for initialisation and weight surgery; for
+    a computation, build the tensor out of place instead (``torch.cat``, ``torch.where``).
     """
 
     code = "GG102"
     name = "leaf-view-inplace"
     summary = "in-place operation on a view of a leaf tensor that requires grad"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if event.grad_enabled is not Tri.YES:

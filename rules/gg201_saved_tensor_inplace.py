@@ -32,28 +32,40 @@ class SavedTensorInplace(Rule):
 
     ## Example
     ```python
-    d = torch.matmul(x, w1)
-    f = torch.matmul(d, w2)
-    d[:] = 1
-    f.backward()
+    import torch
+
+    w = torch.randn(3, requires_grad=True)
+    out = torch.sigmoid(w * 2)
+    out += 1
+    out.sum().backward()
     ```
 
     ## Use instead
     ```python
-    d = torch.matmul(x, w1)
-    f = torch.matmul(d, w2)
-    d = torch.ones_like(d)  # out of place (or mutate d.clone(), or write before f = ...)
-    f.backward()
+    import torch
+
+    w = torch.randn(3, requires_grad=True)
+    out = torch.sigmoid(w * 2)
+    out = out + 1  # out of place (or write into out.clone())
+    out.sum().backward()
     ```
 
     ## Fix safety
-    No automatic fix: an out-of-place op, a ``.clone()`` or a reordering each change
-    which tensor later code sees.
+    Two fixes, where the write has this shape. ``inplace=True`` (on the layer where it is
+    built, or on the ``F.`` call) becomes ``inplace=False``: safe where nothing reads the
+    input afterwards (it is a temporary, or the result is bound to the input's own name,
+    ``x = act(x)``), unsafe otherwise; where the result of ``F.relu(x, inplace=True)`` is
+    dropped, the fix also binds it (``x = F.relu(x, inplace=False)``, unsafe). An
+    augmented assignment ``out += 1`` becomes ``out = out + 1``: unsafe, because another
+    name for the same tensor (``a = attn; a *= mask``) no longer sees the change. Other
+    writes (``d[:] = 1``, ``x.relu_()``) have no fix: an out-of-place op, a ``.clone()``
+    or a reordering each change which tensor later code sees.
     """
 
     code = "GG201"
     name = "saved-tensor-inplace"
     summary = "in-place mutation of a tensor that a live graph saved for backward"
+    fixable = "sometimes"
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation

@@ -22,20 +22,32 @@ class ParameterUpdateBeforeBackward(Rule):
 
     ## Example
     ```python
-    out = D(G(z))
+    import torch
+    from torch import nn
+
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+    out = D(G(torch.randn(4, 2)))
+    d_loss = out.mean()
     d_loss.backward(retain_graph=True)
     opt_d.step()
-    g_loss = criterion(out, real_labels)
+    g_loss = -out.mean()
     g_loss.backward()
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+    z = torch.randn(4, 2)
+    d_loss = D(G(z)).mean()
     d_loss.backward()
     opt_d.step()
-    g_loss = criterion(D(fake), real_labels)  # a fresh forward after the step
+    g_loss = -D(G(z)).mean()  # a fresh forward after the step
     g_loss.backward()
-    opt_g.step()
     ```
     or run every backward before any step.
 

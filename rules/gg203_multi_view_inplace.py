@@ -21,14 +21,22 @@ class MultiViewInplace(Rule):
 
     ## Example
     ```python
-    a, b = h.chunk(2, dim=-1)
+    import torch
+    from torch import nn
+
+    proj = nn.Linear(3, 6)
+    a, b = proj(torch.randn(4, 3)).chunk(2, dim=-1)
     a.mul_(torch.sigmoid(b))
     ```
 
     ## Use instead
     ```python
-    a, b = h.chunk(2, dim=-1)
-    a = a * torch.sigmoid(b)
+    import torch
+    from torch import nn
+
+    proj = nn.Linear(3, 6)
+    a, b = proj(torch.randn(4, 3)).chunk(2, dim=-1)
+    a = a * torch.sigmoid(b)  # out of place
     ```
 
     ## Fix safety

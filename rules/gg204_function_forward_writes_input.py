@@ -23,20 +23,43 @@ class FunctionForwardWritesInput(Rule):
 
     ## Example
     ```python
+    import torch
+
+
     class AddBias(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, b):
             x.add_(b)
             return x * 2
-    y = AddBias.apply(torch.sigmoid(a), b)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+
+
+    a = torch.randn(3, requires_grad=True)
+    y = AddBias.apply(torch.sigmoid(a), torch.ones(3))
+    y.sum().backward()
     ```
 
     ## Use instead
     ```python
+    import torch
+
+
+    class AddBias(torch.autograd.Function):
+        @staticmethod
         def forward(ctx, x, b):
-            x = x.clone()  # or: return (x + b) * 2
-            x.add_(b)
-            return x * 2
+            return (x + b) * 2  # out of place (or x = x.clone() first)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+
+
+    a = torch.randn(3, requires_grad=True)
+    y = AddBias.apply(torch.sigmoid(a), torch.ones(3))
+    y.sum().backward()
     ```
 
     ## Fix safety

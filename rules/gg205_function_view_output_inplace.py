@@ -22,17 +22,42 @@ class FunctionViewOutputInplace(Rule):
 
     ## Example
     ```python
-    class Flatten(torch.autograd.Function):
+    import torch
+    import torch.nn.functional as F
+
+
+    class GradReverse(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            return x.view(-1)
-    flat = Flatten.apply(w.sigmoid())
-    flat[0] = 0.0
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return -grad
+
+
+    x = torch.randn(4, 3, requires_grad=True)
+    h = F.relu(GradReverse.apply(x * 2), inplace=True)
     ```
 
     ## Use instead
     ```python
-            return x.view(-1).clone()  # in forward; or write into flat.clone() here
+    import torch
+    import torch.nn.functional as F
+
+
+    class GradReverse(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()  # a new tensor, not a view of x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return -grad
+
+
+    x = torch.randn(4, 3, requires_grad=True)
+    h = F.relu(GradReverse.apply(x * 2), inplace=True)
     ```
 
     ## Fix safety

@@ -22,13 +22,45 @@ class FunctionSavedTensorInplace(Rule):
 
     ## Example
     ```python
-    y = Scale.apply(x, w)  # forward: ctx.save_for_backward(x, w)
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad * w, grad * x
+
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    y = Scale.apply(x, w)
     x.add_(1)
     y.sum().backward()
     ```
 
     ## Use instead
     ```python
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad * w, grad * x
+
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
     y = Scale.apply(x, w)
     x = x + 1  # out of place, or write after the backward
     y.sum().backward()

@@ -15,25 +15,34 @@ class DataWriteToSaved(Rule):
     ## Why is this bad?
     ``.data`` shares the storage but not the version counter, so torch cannot see the
     write: nothing raises, and backward computes the gradient from the changed value.
-    The gradient is silently wrong (the seed example gets ``w2.grad == 1`` where the
-    right answer is 4).
+    The gradient is silently wrong (the example below gets ``w2.grad`` zero where the
+    right answer is 4 in each entry).
 
     ## Example
     ```python
+    import torch
+
+    x = torch.ones(2, 2)
+    w1 = torch.ones(2, 2, requires_grad=True)
+    w2 = torch.ones(2, 1, requires_grad=True)
     d = torch.matmul(x, w1)
-    d_ = d.data
-    f = torch.matmul(d, w2)
-    d_[:] = 1
+    f = torch.matmul(d, w2).sum()
+    d.data.zero_()
     f.backward()
     ```
 
     ## Use instead
     ```python
+    import torch
+
+    x = torch.ones(2, 2)
+    w1 = torch.ones(2, 2, requires_grad=True)
+    w2 = torch.ones(2, 1, requires_grad=True)
     d = torch.matmul(x, w1)
-    f = torch.matmul(d, w2)
+    f = torch.matmul(d, w2).sum()
     f.backward()
     with torch.no_grad():
-        d[:] = 1  # after the backward, or on d.clone() if the old value is still needed
+        d.zero_()  # after the backward, or on d.clone() if the old value is still needed
     ```
 
     ## Fix safety

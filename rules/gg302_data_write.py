@@ -25,12 +25,19 @@ class DataWrite(Rule):
 
     ## Example
     ```python
+    from torch import nn
+
+    critic = nn.Linear(4, 1)
     for p in critic.parameters():
         p.data.clamp_(-0.01, 0.01)
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    critic = nn.Linear(4, 1)
     with torch.no_grad():
         for p in critic.parameters():
             p.clamp_(-0.01, 0.01)
@@ -40,7 +47,10 @@ class DataWrite(Rule):
     ``nn.Parameter``).
 
     ## Fix safety
-    Equivalent when nothing saved the tensor; the fixture oracle checks that the
+    ``--fix`` rewrites ``p.data.op_(...)`` (and ``p.data[i] = v``, ``p.data += d``) as
+    ``with torch.no_grad(): p.op_(...)``: safe. ``x.data = y`` becomes ``with
+    torch.no_grad(): x.copy_(y)``: unsafe. The rewrite is equivalent when nothing saved the
+    tensor; the fixture oracle checks that the
     ``torch.no_grad()`` form leaves every tensor with the same values. For ``x.data = y``,
     ``copy_`` is equivalent only when ``y`` has ``x``'s shape, dtype and device (it
     broadcasts or rejects another shape and converts another dtype or device), which the
@@ -51,6 +61,7 @@ class DataWrite(Rule):
     code = "GG302"
     name = "data-write"
     summary = "in-place write through `.data` or assignment to `.data`"
+    fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if not event.through_data or event.hits_saved:

@@ -18,6 +18,10 @@ class DetachAliasWrite(Rule):
 
     ## Example
     ```python
+    import torch
+    from torch import nn
+
+    out = nn.Linear(3, 3)(torch.randn(2, 3))
     c = out.detach()
     c.zero_()
     print(out)  # zeros
@@ -25,13 +29,18 @@ class DetachAliasWrite(Rule):
 
     ## Use instead
     ```python
-    c = out.detach().clone()
+    import torch
+    from torch import nn
+
+    out = nn.Linear(3, 3)(torch.randn(2, 3))
+    c = out.detach().clone()  # a copy: out keeps its values
     c.zero_()
+    print(out)
     ```
 
     ## Fix safety
-    ``.detach().clone()`` costs a copy and leaves the original unchanged, which is the
-    intent in almost every case.
+    No automatic fix yet. ``.detach().clone()`` costs a copy and leaves the original
+    unchanged, which is the intent in almost every case.
     """
 
     code = "GG303"

@@ -22,14 +22,24 @@ class BackwardWithoutGradRule(Rule):
 
     ## Example
     ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    x, y = torch.randn(4, 3), torch.randn(4, 1)
     with torch.no_grad():
-        loss = criterion(model(x), y)
+        loss = nn.functional.mse_loss(model(x), y)
     loss.backward()
     ```
 
     ## Use instead
     ```python
-    loss = criterion(model(x), y)
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    x, y = torch.randn(4, 3), torch.randn(4, 1)
+    loss = nn.functional.mse_loss(model(x), y)
     loss.backward()
     ```
 

@@ -19,14 +19,20 @@ class NonLeafGrad(Rule):
 
     ## Example
     ```python
+    import torch
+
     w = torch.randn(3, 3, requires_grad=True) / 10
-    loss(w).backward()
-    w.grad  # None
+    (w ** 2).sum().backward()
+    print(w.grad)  # None
     ```
 
     ## Use instead
     ```python
+    import torch
+
     w = (torch.randn(3, 3) / 10).requires_grad_()
+    (w ** 2).sum().backward()
+    print(w.grad)
     ```
     or call ``w.retain_grad()`` before the backward when the non-leaf's gradient is wanted.
 

@@ -23,18 +23,28 @@ class DetachInplaceView(Rule):
 
     ## Example
     ```python
+    import torch
+    from torch import nn
+
+    rnn = nn.GRU(3, 4, batch_first=True)
+    out, _ = rnn(torch.randn(2, 5, 3))
     h = out[:, -1]
     h.detach_()
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    rnn = nn.GRU(3, 4, batch_first=True)
+    out, _ = rnn(torch.randn(2, 5, 3))
     h = out[:, -1].detach()
     ```
 
     ## Fix safety
-    ``detach()`` returns a new tensor instead of changing the view, so the name has to
-    be rebound.
+    No automatic fix yet. ``detach()`` returns a new tensor instead of changing the
+    view, so the name has to be rebound.
     """
 
     code = "GG306"

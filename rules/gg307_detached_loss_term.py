@@ -17,19 +17,32 @@ class DetachedLossTerm(Rule):
 
     ## Example
     ```python
-    loss = criterion(out, y) + lam * torch.norm(bn.weight.data, 1)
+    import torch
+    from torch import nn
+
+    lin, bn = nn.Linear(3, 4), nn.BatchNorm1d(4)
+    x, y = torch.randn(8, 3), torch.randn(8, 4)
+    out = bn(lin(x))
+    loss = nn.functional.mse_loss(out, y) + 1e-4 * torch.norm(bn.weight.data, 1)
     loss.backward()
     ```
 
     ## Use instead
     ```python
-    loss = criterion(out, y) + lam * torch.norm(bn.weight, 1)
+    import torch
+    from torch import nn
+
+    lin, bn = nn.Linear(3, 4), nn.BatchNorm1d(4)
+    x, y = torch.randn(8, 3), torch.randn(8, 4)
+    out = bn(lin(x))
+    loss = nn.functional.mse_loss(out, y) + 1e-4 * torch.norm(bn.weight, 1)
     loss.backward()
     ```
 
     ## Fix safety
-    Removing ``.data`` makes the term train the parameter, which is the point of putting
-    it in the loss; when it was meant as a constant, ``.detach()`` plus a comment says so.
+    No automatic fix yet. Removing ``.data`` makes the term train the parameter, which
+    is the point of putting it in the loss; when it was meant as a constant,
+    ``.detach()`` plus a comment says so.
     """
 
     code = "GG307"

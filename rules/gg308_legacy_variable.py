@@ -22,18 +22,29 @@ class LegacyVariableRule(Rule):
 
     ## Example
     ```python
-    x = Variable(images, volatile=True)
+    import torch
+    from torch import nn
+    from torch.autograd import Variable
+
+    model = nn.Linear(3, 1)
+    images = torch.randn(2, 3)
+    out = model(Variable(images, volatile=True))
     ```
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    images = torch.randn(2, 3)
     with torch.no_grad():
-        x = images
+        out = model(images)
     ```
 
     ## Fix safety
-    ``Variable(t)`` to ``t`` is safe when ``t`` does not require grad (inputs, targets); when
-    it does, ``t.detach()`` keeps today's behaviour and ``t`` lets gradients through (which
+    ``--fix`` turns ``Variable(t)`` (with or without ``volatile=``) into ``t``: safe when
+    ``t`` is known not to require grad (inputs, targets), unsafe otherwise: when it does, ``t.detach()`` keeps today's behaviour and ``t`` lets gradients through (which
     is usually what the pre-0.4 code meant). Replacing ``volatile=True`` with
     ``torch.no_grad()`` needs the block to cover the inference code.
     """
@@ -41,6 +52,7 @@ class LegacyVariableRule(Rule):
     code = "GG308"
     name = "legacy-variable"
     summary = "torch.autograd.Variable / volatile= (legacy since 0.4)"
+    fixable = "sometimes"
     default_enabled = False
 
     def on_legacy_variable(self, event: LegacyVariable) -> None:

@@ -82,6 +82,46 @@ def test_rule_unknown_is_usage_error():
     assert result.exit_code == 2 and "GG999" in result.stderr
 
 
+def test_rule_says_default_and_fixability():
+    lead = gg("rule", "GG308").stdout.split("\n\n")[1]
+    assert lead == ("Torch.autograd.Variable / volatile= (legacy since 0.4). Disabled by "
+                    "default. Fix is sometimes available.")
+    assert "No automatic fix." in gg("rule", "GG202").stdout
+
+
+@pytest.mark.parametrize("args", [("GG201",), ("saved-tensor-inplace", "--format", "json"),
+                                  ("--all",), ("--all", "--format", "markdown")])
+def test_explain_is_rule(args):
+    rule, explain = gg("rule", *args), gg("explain", *args)
+    assert rule.exit_code == explain.exit_code == 0
+    assert rule.stdout == explain.stdout
+
+
+def test_rule_all_explains_every_rule_in_code_order():
+    from gradguard.rules import ALL_RULES
+    titles = [line for line in gg("rule", "--all").stdout.splitlines()
+              if line.startswith("# ")]
+    assert titles == [f"# {rule.name} ({rule.code})" for rule in ALL_RULES]
+
+
+def test_rule_formats():
+    one = json.loads(gg("rule", "gg101", "--format", "json").stdout)
+    assert one["code"] == "GG101" and one["name"] == "leaf-inplace"
+    assert one["fixable"] == "sometimes" and one["default_enabled"] is True
+    assert one["explanation"].startswith("## What it does\n")
+    every = json.loads(gg("rule", "--all", "--format", "json").stdout)
+    assert [entry["code"] for entry in every] == [c for c in known_codes() if c >= "GG1"]
+    markdown = gg("rule", "GG101", "--format", "markdown").stdout
+    assert markdown.startswith("## leaf-inplace (GG101)\n")
+    assert "\n### Example\n```python\nimport torch\n" in markdown
+
+
+@pytest.mark.parametrize("args", [(), ("GG101", "--all")])
+def test_rule_needs_a_code_or_all(args):
+    result = gg("rule", *args)
+    assert result.exit_code == 2 and "--all" in result.stderr
+
+
 # --- Output, summary, exit status ---------------------------------------------------------
 
 
