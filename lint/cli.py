@@ -185,7 +185,8 @@ def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFi
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
         roots=roots, debug=options["debug"], disable_noqa=options["disable_noqa"],
-        keep_lines=options["show_source"] and options["output_format"] == "text",
+        keep_lines=(options["output_format"] in report.SOURCE_FORMATS
+                    or options["show_source"] and options["output_format"] == "text"),
     )
     return plan, FileFinder(exclude, roots, options["force_exclude"])
 
@@ -230,8 +231,12 @@ def verify_options(command):
 @click.option("--stdin-filename", default="stdin", show_default=True,
               help="The path to report for `-` (standard input).")
 @click.option("--format", "output_format", type=click.Choice(report.FORMATS),
-              default="text", show_default=True, help="Output format.")
-@click.option("--show-source", is_flag=True, help="Show the source line of each finding.")
+              default="text", show_default=True,
+              help="Output format: text (one line each), full (with source and fix), json, "
+                   "sarif (code scanning), github (Actions annotations), gitlab (Code "
+                   "Quality), junit, pylint.")
+@click.option("--show-source", is_flag=True,
+              help="With --format text, show the source line of each finding.")
 @click.option("--statistics", is_flag=True, help="Count the findings of each code.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
@@ -276,7 +281,11 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     findings = _one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
-    _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
+    sources = {o.path: o.lines for o in checked if o.lines}
+    if plan.keep_lines:  # findings in the modules a file imports
+        for path in {f.path for f in findings} - sources.keys():
+            sources[path] = _read_lines(path) if os.path.isfile(path) else []
+    _write(findings, sources, options)
     for message in errors:
         _error(message)
     for message in found.skipped:
@@ -314,16 +323,15 @@ def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Fi
 
 
 def _write(findings: list[Finding], sources: dict, options: dict) -> None:
-    text = options["output_format"] == "text"
-    if text:
-        for line in report.text_lines(findings, sources, options["show_source"]):
-            click.echo(line)
-    else:
-        serialise = report.to_json if options["output_format"] == "json" else report.to_sarif
-        click.echo(serialise(findings))
-    if options["statistics"]:
-        for line in report.statistics(findings):
-            click.echo(line, err=not text)  # keep JSON and SARIF output parseable
+    """Write the report to stdout."""
+    output_format = options["output_format"]
+    text = report.render(output_format, findings, sources, options["show_source"])
+    statistics = "".join(line + "\n" for line in report.statistics(findings)
+                         ) if options["statistics"] else ""
+    if output_format not in report.MACHINE_FORMATS:
+        text, statistics = text + statistics, ""
+    click.echo(text, nl=False)
+    click.echo(statistics, err=True, nl=False)  # not in a report a program parses
 
 
 @main.command(context_settings={"ignore_unknown_options": True,

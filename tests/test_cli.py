@@ -166,6 +166,53 @@ def test_sarif_format(project):
                         "region": {"startLine": 2, "startColumn": 7}}
 
 
+@pytest.mark.parametrize("output_format", ["full", "github", "gitlab", "junit", "pylint"])
+def test_every_format_from_the_command_line(project, output_format):
+    project("train.py", GG101_SAMPLE)
+    project("ok.py")
+    result = gg("check", "--format", output_format)
+    assert result.exit_code == 1 and result.stderr == "1 finding in 1 file, 2 files checked\n"
+    out = result.stdout
+    if output_format == "full":
+        assert out.startswith("GG101 in-place `*=` on leaf tensor `x`")
+        assert "\n --> train.py:3:1\n  |\n" in out and "3 | x *= 100\n  | ^^^^^^^^\n" in out
+    elif output_format == "github":
+        assert out.startswith(f"::error title=gradguard (GG101),file="
+                              f"{os.path.abspath('train.py').replace(':', '%3A')},line=3,col=1,"
+                              "endLine=3,endColumn=9::in-place `*=` on leaf tensor `x`")
+    elif output_format == "gitlab":
+        (entry,) = json.loads(out)
+        assert entry["check_name"] == "GG101" and entry["location"]["path"] == "train.py"
+    elif output_format == "junit":
+        import xml.etree.ElementTree as ET
+        assert ET.fromstring(out).find("testsuite/testcase/failure") is not None
+    else:
+        assert out.startswith("train.py:3: [GG101] in-place `*=` on leaf tensor `x`")
+    project("train.py")
+    clean = gg("check", "--format", output_format)
+    assert clean.exit_code == 0 and clean.stderr == "No findings, 2 files checked\n"
+
+
+def test_full_shows_findings_in_imported_modules_with_their_source(project):
+    project("pkg/__init__.py", "")
+    project("pkg/model.py", "import torch\n\ndef scale(x):\n    x *= 2\n    return x\n")
+    project("train.py", "import torch\nfrom pkg.model import scale\n"
+                        "w = torch.ones(1, requires_grad=True)\nscale(w)\n")
+    result = gg("check", "train.py", "--format", "full")  # only train.py is linted
+    assert f" --> {os.path.join('pkg', 'model.py')}:4:5\n" in result.stdout
+    assert "4 |     x *= 2\n  |     ^" in result.stdout
+
+
+def test_sarif_format_is_valid_against_the_official_schema(project):
+    from test_report_formats import validate
+
+    project("a.py", SYNTAX_ERROR)
+    project("train.py", GG101_SAMPLE)
+    log = json.loads(gg("check", "--format", "sarif").stdout)
+    validate(log)
+    assert len(log["runs"][0]["results"]) == 2
+
+
 def test_statistics(project):
     project("a.py", "x = (\n")
     project("b.py", "x = (\n")
@@ -173,6 +220,12 @@ def test_statistics(project):
     assert text.stdout.splitlines()[-1].split() == ["2", "GG001", "syntax-error"]
     machine = gg("check", "--statistics", "--format", "json")
     assert len(json.loads(machine.stdout)) == 2 and "GG001" in machine.stderr
+    for output_format in ("full", "pylint"):  # read by people: the counts come after
+        assert gg("check", "--statistics", "--format", output_format).stdout.splitlines()[
+            -1].split() == ["2", "GG001", "syntax-error"]
+    for output_format in ("sarif", "github", "gitlab", "junit"):
+        result = gg("check", "--statistics", "--format", output_format)
+        assert "2     GG001" not in result.stdout and "2     GG001" in result.stderr
 
 
 # --- Files --------------------------------------------------------------------------------
