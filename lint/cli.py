@@ -2,8 +2,9 @@
 
 ``check`` resolves the settings (command line over configuration), finds the files,
 lints each one independently (a failure in one file becomes a finding for that file)
-and writes findings to stdout and a summary to stderr. Exit status: 0 no findings,
-1 findings, 2 usage or configuration error, missing or unreadable path, internal error.
+and writes findings to stdout (or ``--output-file``) and a summary to stderr. Exit
+status: 0 no findings, 1 findings, 2 usage or configuration error, missing or unreadable
+path, a report that cannot be written, internal error.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from gradguard.files import (
     matches_any,
     read_file,
     split_globs,
+    write_atomically,
 )
 from gradguard.findings import INTERNAL_ERROR, Finding
 from gradguard.noqa import filter_noqa, source_lines
@@ -235,6 +237,9 @@ def verify_options(command):
               help="Output format: text (one line each), full (with source and fix), json, "
                    "sarif (code scanning), github (Actions annotations), gitlab (Code "
                    "Quality), junit, pylint.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, allow_dash=False),
+              metavar="PATH", help="Write the report to PATH (replaced whole, atomically) "
+                                   "instead of stdout; the summary stays on stderr.")
 @click.option("--show-source", is_flag=True,
               help="With --format text, show the source line of each finding.")
 @click.option("--statistics", is_flag=True, help="Count the findings of each code.")
@@ -285,7 +290,9 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     if plan.keep_lines:  # findings in the modules a file imports
         for path in {f.path for f in findings} - sources.keys():
             sources[path] = _read_lines(path) if os.path.isfile(path) else []
-    _write(findings, sources, options)
+    written = _write(findings, sources, options)
+    if written:
+        errors.append(written)
     for message in errors:
         _error(message)
     for message in found.skipped:
@@ -322,16 +329,25 @@ def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Fi
     return sorted(f for f in verified if f.verdict != "missed" or f.code in codes)
 
 
-def _write(findings: list[Finding], sources: dict, options: dict) -> None:
-    """Write the report to stdout."""
+def _write(findings: list[Finding], sources: dict, options: dict) -> Optional[str]:
+    """Write the report to stdout or ``--output-file``; return why it could not be."""
     output_format = options["output_format"]
     text = report.render(output_format, findings, sources, options["show_source"])
     statistics = "".join(line + "\n" for line in report.statistics(findings)
                          ) if options["statistics"] else ""
     if output_format not in report.MACHINE_FORMATS:
         text, statistics = text + statistics, ""
-    click.echo(text, nl=False)
+    error = None
+    if not options["output_file"]:
+        click.echo(text, nl=False)
+    else:
+        try:
+            write_atomically(options["output_file"], text)
+        except OSError as failure:
+            error = (f"{options['output_file']}: cannot write the report: "
+                     f"{failure.strerror or failure}")
     click.echo(statistics, err=True, nl=False)  # not in a report a program parses
+    return error
 
 
 @main.command(context_settings={"ignore_unknown_options": True,

@@ -13,6 +13,7 @@ import fnmatch
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
@@ -34,6 +35,49 @@ def read_file(path: str | os.PathLike) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
                           str(path))
         return handle.read()
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to the file at ``path`` so that a reader sees the old file
+    or the whole new one, never a part: a temporary file beside it, synced, then renamed
+    over it. Missing parent directories are made. A link is written through (the file it
+    leads to is replaced); a file keeps its permissions, a new one gets 0666 less the
+    umask. Something that is not a regular file (``/dev/stdout``, a FIFO) is written as
+    it is, since it cannot be replaced."""
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "w", encoding="utf-8", errors="backslashreplace",
+                  newline="") as out:
+            out.write(text)
+        return
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.",
+                                     suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace",
+                       newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def split_globs(values: Iterable[str]) -> list[str]:

@@ -228,6 +228,91 @@ def test_statistics(project):
         assert "2     GG001" not in result.stdout and "2     GG001" in result.stderr
 
 
+# --- --output-file ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output_format", ["text", "full", "json", "sarif", "github", "gitlab",
+                                           "junit", "pylint"])
+def test_output_file_holds_what_stdout_would(project, output_format):
+    project("a.py", SYNTAX_ERROR)
+    project("train.py", GG101_SAMPLE)
+    shown = gg("check", "--format", output_format)
+    written = gg("check", "--format", output_format, "--output-file", "reports/out.txt")
+    assert written.exit_code == shown.exit_code == 1
+    assert written.stdout == "" and written.stderr == shown.stderr == (
+        "2 findings in 2 files, 2 files checked\n")
+    assert Path("reports/out.txt").read_text(encoding="utf-8") == shown.stdout
+    assert os.listdir("reports") == ["out.txt"]  # no temporary file left behind
+
+
+def test_output_file_statistics_and_quiet(project):
+    project("a.py", SYNTAX_ERROR)
+    text = gg("check", "-o", "out.txt", "--statistics", "-q")
+    assert text.stdout == text.stderr == ""
+    assert Path("out.txt").read_text().splitlines()[-1].split() == ["1", "GG001",
+                                                                     "syntax-error"]
+    machine = gg("check", "-o", "out.json", "--statistics", "--format", "json")
+    assert len(json.loads(Path("out.json").read_text())) == 1
+    assert machine.stdout == "" and "1     GG001" in machine.stderr
+
+
+def test_output_file_replaces_whole_and_keeps_the_mode(project):
+    project("a.py")
+    report = project("out.json", "x" * 10000)
+    if os.name == "posix":
+        report.chmod(0o640)
+    assert gg("check", "--format", "json", "-o", "out.json").exit_code == 0
+    assert report.read_text() == "[]\n"
+    if os.name == "posix":
+        assert report.stat().st_mode & 0o777 == 0o640
+        fresh = Path("fresh.json")
+        gg("check", "--format", "json", "-o", str(fresh))
+        mask = os.umask(0)
+        os.umask(mask)
+        assert fresh.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_output_file_through_a_link(project, tmp_path):
+    project("a.py", SYNTAX_ERROR)
+    target = project("real/report.txt", "old\n")
+    os.symlink(target, tmp_path / "link.txt")
+    gg("check", "-o", "link.txt")
+    assert os.path.islink(tmp_path / "link.txt") and target.read_text().startswith("a.py:2:7")
+
+
+def test_output_file_failure_keeps_the_old_report(project, monkeypatch):
+    project("a.py", SYNTAX_ERROR)
+    project("out.txt", "old report\n")
+
+    def fail(source, destination):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    result = gg("check", "-o", "out.txt")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "out.txt: cannot write the report: No space left on device" in result.stderr
+    assert "1 finding in 1 file" in result.stderr
+    assert Path("out.txt").read_text() == "old report\n"
+    assert sorted(os.listdir(".")) == ["a.py", "out.txt"]
+
+
+def test_output_file_that_cannot_be(project):
+    project("a.py", SYNTAX_ERROR)
+    project("taken")
+    result = gg("check", "-o", "taken/out.txt", "--exit-zero")
+    assert result.exit_code == 2 and "taken/out.txt: cannot write the report" in result.stderr
+    os.mkdir("dir")
+    assert gg("check", "-o", "dir").exit_code == 2  # a directory: a usage error
+
+
+def test_write_atomically_to_something_not_a_file():
+    from gradguard.files import write_atomically
+
+    write_atomically(os.devnull, "discarded\n")  # written as it is, not replaced
+    assert os.path.exists(os.devnull) and not Path(os.devnull).is_file()
+
+
 # --- Files --------------------------------------------------------------------------------
 
 
