@@ -2,9 +2,10 @@
 
 ``check`` resolves the settings (command line over configuration), finds the files,
 lints each one independently (a failure in one file becomes a finding for that file)
-and writes findings to stdout (or ``--output-file``) and a summary to stderr. Exit
-status: 0 no findings, 1 findings, 2 usage or configuration error, missing or unreadable
-path, a report that cannot be written, internal error.
+and writes findings to stdout (or ``--output-file``) and a summary to stderr, with a
+progress bar on stderr meanwhile when a person watches. Exit status: 0 no findings,
+1 findings, 2 usage or configuration error, missing or unreadable path, a report that
+cannot be written, internal error.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, report, selection
+from gradguard import __version__, progress, report, selection
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.files import (
@@ -125,12 +126,32 @@ def lint_path(path: str, plan: Plan) -> Outcome:
     return lint_source(path, source, plan)
 
 
-def lint_all(paths: Sequence[str], plan: Plan, jobs: int) -> list[Outcome]:
-    """Lint files in order, in ``jobs`` processes when more than one; same results."""
+def lint_all(paths: Sequence[str], plan: Plan, jobs: int,
+             bar: Optional[progress.Progress] = None) -> list[Outcome]:
+    """Lint files in order, in ``jobs`` processes when more than one; same results.
+    ``bar`` advances as files are done, in whatever order the processes finish them."""
     if jobs == 1 or len(paths) < 2:
-        return [lint_path(path, plan) for path in paths]
+        outcomes = []
+        for path in paths:
+            outcomes.append(lint_path(path, plan))
+            if bar:
+                bar.advance()
+        return outcomes
+    workers = jobs or getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    size = max(1, min(8, len(paths) // (workers * 4)))  # few round trips, every worker busy
+    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+    done: list[list[Outcome]] = [[] for _ in chunks]
     with ProcessPoolExecutor(max_workers=jobs or None) as pool:
-        return list(pool.map(partial(lint_path, plan=plan), paths, chunksize=8))
+        futures = {pool.submit(_lint_chunk, chunk, plan): i for i, chunk in enumerate(chunks)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if bar:
+                bar.advance(len(done[futures[future]]))
+    return [outcome for chunk in done for outcome in chunk]
+
+
+def _lint_chunk(paths: Sequence[str], plan: Plan) -> list[Outcome]:
+    return [lint_path(path, plan) for path in paths]
 
 
 # --- Settings ---------------------------------------------------------------------------
@@ -243,7 +264,8 @@ def verify_options(command):
 @click.option("--show-source", is_flag=True,
               help="With --format text, show the source line of each finding.")
 @click.option("--statistics", is_flag=True, help="Count the findings of each code.")
-@click.option("-q", "--quiet", is_flag=True, help="Do not print the summary.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Do not print the summary or a progress bar.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--disable-noqa", is_flag=True, help="Ignore `# noqa` comments.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
@@ -276,7 +298,13 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
     plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
     found = finder.discover(path for path in paths if path != STDIN)
-    outcomes = lint_all(found.files, plan, options["jobs"])
+    bar = (progress.Progress(len(found.files), sys.stderr)
+           if progress.wanted(sys.stderr, options["quiet"]) else None)
+    try:
+        outcomes = lint_all(found.files, plan, options["jobs"], bar)
+    finally:
+        if bar:
+            bar.close()  # before anything else is printed
     if STDIN in paths:
         source = sys.stdin.buffer.read()
         outcomes.append(lint_source(display_path(options["stdin_filename"]), source, plan))
