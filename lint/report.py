@@ -69,10 +69,12 @@ def _names() -> dict[str, str]:
 
 
 def render(output_format: str, findings: Sequence[Finding],
-           sources: Mapping[str, Sequence[str]] = {}, show_source: bool = False) -> str:
+           sources: Optional[Mapping[str, Sequence[str]]] = None,
+           show_source: bool = False) -> str:
     """The whole report of ``findings`` in ``output_format`` (one of ``FORMATS``), ending
     with a newline unless empty. ``sources``: the lines of each file, for ``text`` with
     ``show_source`` and for ``full``."""
+    sources = sources or {}
     if output_format == "text":
         lines = list(text_lines(findings, sources, show_source))
     elif output_format == "full":
