@@ -3,8 +3,10 @@
 
 ``check`` resolves the settings (command line over configuration), finds the files,
 lints each one independently (a failure in one file becomes a finding for that file)
-and writes findings to stdout and a summary to stderr. Exit status: 0 no findings,
-1 findings, 2 usage or configuration error, missing or unreadable path, internal error.
+and writes findings to stdout (or ``--output-file``) and a summary to stderr, with a
+progress bar on stderr meanwhile when a person watches. Exit status: 0 no findings,
+1 findings, 2 usage or configuration error, missing or unreadable path, a report that
+cannot be written, internal error.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,17 +22,19 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, fixes, report, ruledoc, selection
+from gradguard import __version__, fixes, progress, report, ruledoc, selection
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.files import (
     DEFAULT_EXCLUDE,
     STDIN,
+    FileChangedError,
     FileFinder,
     display_path,
     matches_any,
     read_file,
     split_globs,
+    write_atomically,
 )
 from gradguard.findings import INTERNAL_ERROR, Finding
 from gradguard.noqa import filter_noqa, source_lines
@@ -124,12 +128,32 @@ def lint_path(path: str, plan: Plan) -> Outcome:
     return lint_source(path, source, plan)
 
 
-def lint_all(paths: Sequence[str], plan: Plan, jobs: int) -> list[Outcome]:
-    """Lint files in order, in ``jobs`` processes when more than one; same results."""
+def lint_all(paths: Sequence[str], plan: Plan, jobs: int,
+             bar: Optional[progress.Progress] = None) -> list[Outcome]:
+    """Lint files in order, in ``jobs`` processes when more than one; same results.
+    ``bar`` advances as files are done, in whatever order the processes finish them."""
     if jobs == 1 or len(paths) < 2:
-        return [lint_path(path, plan) for path in paths]
+        outcomes = []
+        for path in paths:
+            outcomes.append(lint_path(path, plan))
+            if bar:
+                bar.advance()
+        return outcomes
+    workers = jobs or getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    size = max(1, min(8, len(paths) // (workers * 4)))  # few round trips, every worker busy
+    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+    done: list[list[Outcome]] = [[] for _ in chunks]
     with ProcessPoolExecutor(max_workers=jobs or None) as pool:
-        return list(pool.map(partial(lint_path, plan=plan), paths, chunksize=8))
+        futures = {pool.submit(_lint_chunk, chunk, plan): i for i, chunk in enumerate(chunks)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if bar:
+                bar.advance(len(done[futures[future]]))
+    return [outcome for chunk in done for outcome in chunk]
+
+
+def _lint_chunk(paths: Sequence[str], plan: Plan) -> list[Outcome]:
+    return [lint_path(path, plan) for path in paths]
 
 
 # --- Settings ---------------------------------------------------------------------------
@@ -186,7 +210,8 @@ def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFi
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
         roots=roots, debug=options["debug"], disable_noqa=options["disable_noqa"],
-        keep_lines=options["show_source"] and options["output_format"] == "text",
+        keep_lines=(options["output_format"] in report.SOURCE_FORMATS
+                    or options["show_source"] and options["output_format"] == "text"),
     )
     return plan, FileFinder(exclude, roots, options["force_exclude"])
 
@@ -231,10 +256,18 @@ def verify_options(command):
 @click.option("--stdin-filename", default="stdin", show_default=True,
               help="The path to report for `-` (standard input).")
 @click.option("--format", "output_format", type=click.Choice(report.FORMATS),
-              default="text", show_default=True, help="Output format.")
-@click.option("--show-source", is_flag=True, help="Show the source line of each finding.")
+              default="text", show_default=True,
+              help="Output format: text (one line each), full (with source and fix), json, "
+                   "sarif (code scanning), github (Actions annotations), gitlab (Code "
+                   "Quality), junit, pylint.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, allow_dash=False),
+              metavar="PATH", help="Write the report to PATH (replaced whole, atomically) "
+                                   "instead of stdout; the summary stays on stderr.")
+@click.option("--show-source", is_flag=True,
+              help="With --format text, show the source line of each finding.")
 @click.option("--statistics", is_flag=True, help="Count the findings of each code.")
-@click.option("-q", "--quiet", is_flag=True, help="Do not print the summary.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Do not print the summary or a progress bar.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--disable-noqa", is_flag=True, help="Ignore `# noqa` comments.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
@@ -275,7 +308,13 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
     plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
     found = finder.discover(path for path in paths if path != STDIN)
-    outcomes = lint_all(found.files, plan, options["jobs"])
+    bar = (progress.Progress(len(found.files), sys.stderr)
+           if progress.wanted(sys.stderr, options["quiet"]) else None)
+    try:
+        outcomes = lint_all(found.files, plan, options["jobs"], bar)
+    finally:
+        if bar:
+            bar.close()  # before anything else is printed
     stdin = None
     if STDIN in paths:
         stdin = (display_path(options["stdin_filename"]), sys.stdin.buffer.read())
@@ -288,7 +327,13 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     findings = _one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
-    _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
+    sources = {o.path: o.lines for o in checked if o.lines}
+    if plan.keep_lines:  # findings in the modules a file imports
+        for path in {f.path for f in findings} - sources.keys():
+            sources[path] = _read_lines(path) if os.path.isfile(path) else []
+    written = _write(findings, sources, options)
+    if written:
+        errors.append(written)
     for message in errors:
         _error(message)
     for message in found.skipped:
@@ -334,12 +379,12 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
                 elif stdin and path == stdin[0]:
                     fixed_stdin = new
                 else:
-                    fixes.write_atomically(path, new, original)
+                    write_atomically(path, new, original)
                 fixed[path] = result.fixed
             left += [f for f in outcome.findings if f.path != path] + result.findings \
                 if not options["diff"] else outcome.findings
         except (OSError, SyntaxError, UnicodeError, LookupError) as error:
-            errors.append(str(error) if isinstance(error, fixes.FileChangedError)
+            errors.append(str(error) if isinstance(error, FileChangedError)
                           else f"{path}: not fixed: {error}")
             left += outcome.findings
     findings = _one_per_place(left)
@@ -352,7 +397,9 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
         for finding in findings:
             click.echo(finding.format(), err=True)
     else:
-        _write(findings, {}, options)
+        written = _write(findings, {}, options)
+        if written:
+            errors.append(written)
     for message in errors:
         _error(message)
     quiet, count = options["quiet"], sum(len(codes) for codes in fixed.values())
@@ -402,17 +449,25 @@ def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Fi
     return sorted(f for f in verified if f.verdict != "missed" or f.code in codes)
 
 
-def _write(findings: list[Finding], sources: dict, options: dict) -> None:
-    text = options["output_format"] == "text"
-    if text:
-        for line in report.text_lines(findings, sources, options["show_source"]):
-            click.echo(line)
+def _write(findings: list[Finding], sources: dict, options: dict) -> Optional[str]:
+    """Write the report to stdout or ``--output-file``; return why it could not be."""
+    output_format = options["output_format"]
+    text = report.render(output_format, findings, sources, options["show_source"])
+    statistics = "".join(line + "\n" for line in report.statistics(findings)
+                         ) if options["statistics"] else ""
+    if output_format not in report.MACHINE_FORMATS:
+        text, statistics = text + statistics, ""
+    error = None
+    if not options["output_file"]:
+        click.echo(text, nl=False)
     else:
-        serialise = report.to_json if options["output_format"] == "json" else report.to_sarif
-        click.echo(serialise(findings))
-    if options["statistics"]:
-        for line in report.statistics(findings):
-            click.echo(line, err=not text)  # keep JSON and SARIF output parseable
+        try:
+            write_atomically(options["output_file"], text)
+        except OSError as failure:
+            error = (f"{options['output_file']}: cannot write the report: "
+                     f"{failure.strerror or failure}")
+    click.echo(statistics, err=True, nl=False)  # not in a report a program parses
+    return error
 
 
 @main.command(context_settings={"ignore_unknown_options": True,

@@ -13,8 +13,9 @@ import fnmatch
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", "build", "dist", "__pycache__", ".tox",
@@ -34,6 +35,65 @@ def read_file(path: str | os.PathLike) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
                           str(path))
         return handle.read()
+
+
+def write_atomically(path: str | os.PathLike, data: str | bytes,
+                     expected: Optional[bytes] = None) -> None:
+    """Write ``data`` (text as UTF-8) to the file at ``path`` so that a reader sees the
+    old file or the whole new one, never a part: a temporary file beside it, synced, then
+    renamed over it. Missing parent directories are made. A link is written through (the
+    file it leads to is replaced); a file keeps its permissions, a new one gets 0666 less
+    the umask. Something that is not a regular file (``/dev/stdout``, a FIFO) is written
+    as it is, since it cannot be replaced. With ``expected`` (the bytes a fix was made
+    from), a file that no longer holds them is left alone: ``FileChangedError``."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="backslashreplace")
+    target = os.path.realpath(path)
+    _check_unchanged(target, expected)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "wb") as out:
+            out.write(data)
+        return
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.",
+                                     suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        _check_unchanged(target, expected)  # the last moment a change can be noticed
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+class FileChangedError(OSError):
+    """The file changed on disk between reading and writing it: it is not overwritten."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: changed on disk while it was linted; not overwritten")
+
+
+def _check_unchanged(path: str, expected: Optional[bytes]) -> None:
+    if expected is not None and read_file(path) != expected:
+        raise FileChangedError(path)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def split_globs(values: Iterable[str]) -> list[str]:

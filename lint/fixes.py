@@ -9,13 +9,9 @@ formatting elsewhere are kept byte for byte.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import io
-import os
 import re
-import stat
-import tempfile
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,7 +20,6 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from gradguard.files import read_file
 from gradguard.findings import DIAGNOSTICS, SAFE, UNSAFE, Edit, Fix
 from gradguard.positions import Positions
 
@@ -421,38 +416,6 @@ def fix_text(text: str, lint: Callable[[str], list], unsafe: bool,
         result.text, result.findings = new_text, new_findings
         result.fixed += fixed
     return result
-
-
-def write_atomically(path: str, data: bytes, expected: bytes) -> None:
-    """Replace the file at ``path`` by ``data``: through a temporary file beside it,
-    synced, then renamed over it, with the file's mode kept. Raises ``FileChangedError``
-    when the file no longer holds ``expected`` (it changed since it was read)."""
-    if read_file(path) != expected:
-        raise FileChangedError(path)
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    directory, name = os.path.split(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".gradguard",
-                                             dir=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        if read_file(path) != expected:  # the last moment it can be noticed
-            raise FileChangedError(path)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-class FileChangedError(OSError):
-    """The file changed on disk between reading and writing it: it is not overwritten."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f"{path}: changed on disk while it was linted; not overwritten")
 
 
 def encoding_of(source: bytes) -> str:

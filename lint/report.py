@@ -1,21 +1,36 @@
-"""Writing results: text (optionally with source), JSON, SARIF, summary and statistics.
+"""Writing results: the report in each ``--format``, the summary and statistics.
 
-Every formatter takes findings already sorted by path, line, column and code.
+Every formatter takes findings already sorted by path, line, column and code. ``render``
+gives the whole report of one format as text; the formats are those of ruff's
+``--output-format`` of the same names (``text`` is ruff's ``concise``).
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import inspect
 import json
+import os
+import re
+import unicodedata
+import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
+from urllib.parse import quote
 
 from gradguard import __version__
-from gradguard.findings import DECODE_ERROR, DIAGNOSTICS, INTERNAL_ERROR, SYNTAX_ERROR, Finding
+from gradguard.findings import (DECODE_ERROR, DIAGNOSTICS, INTERNAL_ERROR, SYNTAX_ERROR, Edit,
+                                Finding, Fix)
 from gradguard.rules import ALL_RULES
 
-FORMATS = ("text", "json", "sarif")
+FORMATS = ("text", "full", "json", "sarif", "github", "gitlab", "junit", "pylint")
+MACHINE_FORMATS = frozenset({"json", "sarif", "github", "gitlab", "junit"})
+"""Formats a program reads: nothing else may be mixed into them (statistics go to stderr)."""
+SOURCE_FORMATS = frozenset({"full"})
+"""Formats that show the source lines of each finding."""
 _DIAGNOSTIC_NAMES = {
     SYNTAX_ERROR: "syntax-error", DECODE_ERROR: "decode-error", INTERNAL_ERROR: "internal-error",
 }
@@ -54,6 +69,32 @@ def _names() -> dict[str, str]:
     return {info.code: info.name for info in catalog()}
 
 
+def render(output_format: str, findings: Sequence[Finding],
+           sources: Optional[Mapping[str, Sequence[str]]] = None,
+           show_source: bool = False) -> str:
+    """The whole report of ``findings`` in ``output_format`` (one of ``FORMATS``), ending
+    with a newline unless empty. ``sources``: the lines of each file, for ``text`` with
+    ``show_source`` and for ``full``."""
+    sources = sources or {}
+    if output_format == "text":
+        lines = list(text_lines(findings, sources, show_source))
+    elif output_format == "full":
+        lines = list(full_lines(findings, sources))
+    elif output_format == "pylint":
+        lines = list(pylint_lines(findings))
+    elif output_format == "github":
+        lines = list(github_lines(findings))
+    else:
+        serialise = {"json": to_json, "sarif": to_sarif, "gitlab": to_gitlab,
+                     "junit": to_junit}[output_format]
+        lines = [serialise(findings)]
+    return "".join(line + "\n" for line in lines)
+
+
+def _verdict(finding: Finding) -> str:
+    return f" [{finding.verdict}]" if finding.verdict else ""
+
+
 def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]],
                show_source: bool) -> Iterator[str]:
     """``path:line:col: CODE message``; with ``show_source``, the line and a caret too."""
@@ -65,6 +106,187 @@ def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
             indent = "".join(c if c.isspace() else " " for c in line[: finding.col - 1])
             yield line
             yield f"{indent}^"
+
+
+def pylint_lines(findings: Sequence[Finding]) -> Iterator[str]:
+    """``path:line: [CODE] message``, as pylint's parseable format (and ruff's) prints;
+    one line each (a line break in a message is written ``\\n``)."""
+    for f in findings:
+        message = re.sub(r"\r\n|\r|\n", r"\\n", f"{f.message}{_verdict(f)}")
+        yield f"{f.path}:{f.line}: [{f.code}] {message}"
+
+
+# --- full: each finding with its source and its fix -------------------------------------
+
+_CONTEXT = 2  # lines shown before and after a finding's span
+_SPAN_SHOWN = 8  # a longer span shows its first and last halves of this, with ... between
+_TAB = 4
+_UNSAFE_NOTE = "note: This is an unsafe fix and may change runtime behavior"
+_SAFE_NOTE = "note: This is a safe fix"
+
+
+def full_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
+               ) -> Iterator[str]:
+    """As ruff's ``full`` format: the code and message, the place, the source lines around
+    it with ``^`` under the span, then the fix (its message, the lines it changes, and
+    whether it is safe). ``[*]`` marks a finding with a safe fix."""
+    for i, f in enumerate(findings):
+        if i:
+            yield ""
+        safe = " [*]" if f.fix is not None and f.fix.safe else ""
+        yield f"{f.code}{safe} {f.message}{_verdict(f)}"
+        lines = sources.get(f.path) or ()
+        snippet = list(_snippet(f, lines))
+        width = max([len(str(n)) for n, _ in snippet if n] or [1])
+        if f.fix is not None:
+            diff = _fix_diff(f.fix, lines)
+            width = max([width] + [len(str(n)) for _, n, _ in diff if n])
+        yield f"{' ' * width}--> {f.path}:{f.line}:{f.col}"
+        gutter = " " * (width + 1) + "|"
+        if snippet:
+            yield gutter
+            for number, text in snippet:
+                label = str(number) if number else ""
+                yield f"{label:>{width}} | {text}".rstrip()
+            yield gutter
+        if f.fix is not None:
+            yield f"help: {f.fix.message}"
+            if diff:
+                yield gutter
+                for sign, number, text in diff:
+                    label = str(number) if number else ""
+                    yield f"{label:>{width}} {sign} {text}".rstrip()
+                yield gutter
+            yield _SAFE_NOTE if f.fix.safe else _UNSAFE_NOTE
+
+
+def _snippet(f: Finding, lines: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, shown text)`` for the source around ``f``; number 0 for a caret
+    line (and for ``...`` where a long span is cut)."""
+    if not 1 <= f.line <= len(lines):
+        return
+    end_line, end_col = _span_end(f, lines)
+    first = max(1, f.line - _CONTEXT)
+    last = min(len(lines), end_line + _CONTEXT)
+    while last > end_line and not lines[last - 1].strip():
+        last -= 1  # no blank lines of context at the end (the file's last, empty "line")
+    span = range(f.line, end_line + 1)
+    shown = set(span)
+    if len(span) > _SPAN_SHOWN:
+        half = _SPAN_SHOWN // 2
+        shown = set(span[:half]) | set(span[-half:])
+    cut = False
+    for number in range(first, last + 1):
+        if number in span and number not in shown:
+            if not cut:
+                yield 0, "..."
+                cut = True
+            continue
+        raw = lines[number - 1]
+        text, columns = _display(raw)
+        yield number, text
+        if number not in span or (number != f.line and not raw.strip()):
+            continue  # context, or a blank line inside the span: nothing to underline
+        start = f.col - 1 if number == f.line else len(raw) - len(raw.lstrip())
+        stop = end_col - 1 if number == end_line else len(raw)
+        left = _column(columns, start)
+        yield 0, " " * left + "^" * max(1, _column(columns, stop) - left)
+
+
+def _span_end(f: Finding, lines: Sequence[str]) -> tuple[int, int]:
+    """Where the span of ``f`` ends, within the file: a diagnostic (no end) or a
+    backward end is the start; an end at a line's first column ends the line before."""
+    end_line = f.line if f.end_line is None else f.end_line
+    end_col = f.col if f.end_col is None else f.end_col
+    if (end_line, end_col) < (f.line, f.col):
+        end_line, end_col = f.line, f.col
+    if end_line > len(lines):
+        end_line, end_col = len(lines), len(lines[-1]) + 1
+    if end_line > f.line and end_col <= 1:
+        end_line -= 1
+        end_col = len(lines[end_line - 1]) + 1
+    return end_line, end_col
+
+
+def _column(columns: list[int], index: int) -> int:
+    """The display column of character ``index``; past the end, one per character."""
+    if index < len(columns):
+        return columns[index]
+    return columns[-1] + index - (len(columns) - 1)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _display(raw: str) -> tuple[str, list[int]]:
+    """A source line as shown (tabs expanded, control characters as their Unicode
+    pictures, so a file cannot drive the terminal) and the display column where each
+    character starts (one more entry: the end)."""
+    out, columns, at = [], [], 0
+    for char in raw:
+        columns.append(at)
+        if char == "\t":
+            width = _TAB - at % _TAB
+            out.append(" " * width)
+        else:
+            if _CONTROL.match(char):
+                char = chr(0x2400 + ord(char)) if char != "\x7f" else "\u2421"
+            out.append(char)
+            width = _char_width(char)
+        at += width
+    columns.append(at)
+    return "".join(out), columns
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def _fix_diff(fix: Fix, lines: Sequence[str]) -> list[tuple[str, int, str]]:
+    """The lines a fix changes: ``(sign, number, text)`` with sign ``-`` (the old line's
+    number), ``+`` (the new line's) or ``|`` (a line of context). Empty when the edits do
+    not fit the file."""
+    edits = sorted(fix.edits, key=lambda e: (e.line, e.col, e.end_line, e.end_col))
+    if not edits or not all(_fits(edit, lines) for edit in edits):
+        return []
+    if any((a.end_line, a.end_col) > (b.line, b.col) for a, b in zip(edits, edits[1:])):
+        return []  # overlapping edits
+    first, last = edits[0].line, max(edit.end_line for edit in edits)
+    old = list(lines[first - 1:last])
+    starts = [0]
+    for line in old:
+        starts.append(starts[-1] + len(line) + 1)
+    text = "\n".join(old)
+    for edit in reversed(edits):
+        start = starts[edit.line - first] + edit.col - 1
+        end = starts[edit.end_line - first] + edit.end_col - 1
+        text = text[:start] + edit.content + text[end:]
+    new = re.split(r"\r\n|\r|\n", text)
+    out: list[tuple[str, int, str]] = []
+    if first > 1:
+        out.append(("|", first - 1, _display(lines[first - 2])[0]))
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out += [("|", first + j, _display(new[j])[0]) for j in range(j1, j2)]
+            continue
+        out += [("-", first + i, _display(old[i])[0]) for i in range(i1, i2)]
+        out += [("+", first + j, _display(new[j])[0]) for j in range(j1, j2)]
+    if last < len(lines) and lines[last].strip():
+        out.append(("|", last + 1 + len(new) - len(old), _display(lines[last])[0]))
+    return out
+
+
+def _fits(edit: Edit, lines: Sequence[str]) -> bool:
+    """Whether an edit's range lies in the file, each end at most one past the end of
+    its line, the end not before the start."""
+    def inside(line: int, col: int) -> bool:
+        return 1 <= line <= len(lines) and 1 <= col <= len(lines[line - 1]) + 1
+
+    return (inside(edit.line, edit.col) and inside(edit.end_line, edit.end_col)
+            and (edit.line, edit.col) <= (edit.end_line, edit.end_col))
 
 
 def to_json(findings: Sequence[Finding]) -> str:
@@ -94,7 +316,10 @@ def _fix_json(fix) -> Optional[dict]:
 
 
 def to_sarif(findings: Sequence[Finding]) -> str:
-    """A minimal SARIF 2.1.0 log, as GitHub code scanning reads it."""
+    """A SARIF 2.1.0 log, as GitHub code scanning reads it: every code as a rule, each
+    finding with its region (the end where known), its fix (``fixes``: the edits as
+    replacements, the applicability in ``properties``) and its verdict (``properties``).
+    Columns count Unicode code points (``columnKind``), as gradguard's do."""
     infos = catalog()
     index = {info.code: i for i, info in enumerate(infos)}
     rules = [
@@ -107,20 +332,25 @@ def to_sarif(findings: Sequence[Finding]) -> str:
         }
         for info in infos
     ]
-    results = [
-        {
+    results = []
+    for f in findings:
+        if f.code not in index:
+            continue
+        result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": rules[index[f.code]]["defaultConfiguration"]["level"],
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": f.path.replace("\\", "/")},
-                "region": {"startLine": f.line, "startColumn": f.col},
+                "artifactLocation": {"uri": _uri(f.path)},
+                "region": _region(f.line, f.col, f.end_line, f.end_col),
             }}],
         }
-        for f in findings
-        if f.code in index
-    ]
+        if f.fix is not None:
+            result["fixes"] = [_sarif_fix(f.path, f.fix)]
+        if f.verdict:
+            result["properties"] = {"verdict": f.verdict}
+        results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -129,10 +359,157 @@ def to_sarif(findings: Sequence[Finding]) -> str:
                 "name": "gradguard", "version": __version__,
                 "informationUri": "https://pypi.org/project/gradguard/", "rules": rules,
             }},
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
     return json.dumps(log, indent=2)
+
+
+def _uri(path: str) -> str:
+    """A path as a SARIF artifact URI: relative paths stay relative (code scanning takes
+    them from the repository's root), with ``/`` and percent-encoding; absolute ones
+    become ``file://`` URIs."""
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    return quote(path.replace(os.sep, "/"), safe="/")
+
+
+def _region(line: int, col: int, end_line: Optional[int], end_col: Optional[int]) -> dict:
+    region = {"startLine": line, "startColumn": col}
+    if end_line is not None and end_col is not None and (end_line, end_col) >= (line, col):
+        region.update(endLine=end_line, endColumn=end_col)
+    return region
+
+
+def _sarif_fix(path: str, fix: Fix) -> dict:
+    """A SARIF fix: each edit replaces its region (``deletedRegion``, empty for an
+    insertion) by ``insertedContent`` (absent for a deletion)."""
+    replacements = []
+    for edit in fix.edits:
+        replacement: dict = {"deletedRegion": _region(edit.line, edit.col, edit.end_line,
+                                                      edit.end_col)}
+        if edit.content:
+            replacement["insertedContent"] = {"text": edit.content}
+        replacements.append(replacement)
+    return {
+        "description": {"text": fix.message},
+        "artifactChanges": [{"artifactLocation": {"uri": _uri(path)},
+                             "replacements": replacements}],
+        "properties": {"applicability": fix.applicability},
+    }
+
+
+# --- CI services: GitHub Actions, GitLab Code Quality, JUnit ------------------------------
+
+
+def github_lines(findings: Sequence[Finding]) -> Iterator[str]:
+    """GitHub Actions workflow commands: an ``::error`` annotation per finding, on the
+    file's absolute path (as ruff writes it: right whatever the working directory), with
+    the fix's help on a second line of the message."""
+    for f in findings:
+        properties = {"title": f"gradguard ({f.code})", "file": os.path.abspath(f.path),
+                      "line": f.line, "col": f.col}
+        if f.end_line is not None and f.end_col is not None:
+            properties.update(endLine=f.end_line, endColumn=f.end_col)
+        message = f"{f.message}{_verdict(f)}"
+        if f.fix is not None:
+            message += f"\nhelp: {f.fix.message}" + ("" if f.fix.safe else " (unsafe fix)")
+        joined = ",".join(f"{key}={_github_property(str(value))}"
+                          for key, value in properties.items())
+        yield f"::error {joined}::{_github_data(message)}"
+
+
+def _github_data(text: str) -> str:
+    """Escape a workflow command's message, as @actions/core's ``escapeData`` does."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    """Escape a workflow command's property value (``escapeProperty``): ``:`` and ``,``
+    too, which would end it."""
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_gitlab(findings: Sequence[Finding]) -> str:
+    """A GitLab Code Quality report: a JSON list with, for each finding, ``description``,
+    ``check_name``, ``fingerprint``, ``severity`` and ``location`` (``path``, relative to
+    ``$CI_PROJECT_DIR`` when under it; ``lines`` and ``positions``).
+
+    The fingerprint hashes the path, code and message, not the line, so that a finding
+    keeps its identity when lines above it move; the same finding twice in a file is told
+    apart by its rank among them."""
+    root = os.environ.get("CI_PROJECT_DIR")
+    seen: Counter = Counter()
+    entries = []
+    for f in findings:
+        path = _project_path(f.path, root)
+        key = (path, f.code, f.message)
+        rank = seen[key]
+        seen[key] += 1
+        digest = hashlib.sha256("\0".join([*key, str(rank)]).encode("utf-8", "surrogatepass"))
+        end_line = f.end_line if f.end_line is not None else f.line
+        end_col = f.end_col if f.end_col is not None else f.col
+        entries.append({
+            "description": f"{f.code}: {f.message}{_verdict(f)}",
+            "check_name": f.code,
+            "fingerprint": digest.hexdigest()[:32],
+            "severity": "critical" if f.code in DIAGNOSTICS else "major",
+            "location": {
+                "path": path,
+                "lines": {"begin": f.line, "end": end_line},
+                "positions": {"begin": {"line": f.line, "column": f.col},
+                              "end": {"line": end_line, "column": end_col}},
+            },
+        })
+    return json.dumps(entries, indent=2)
+
+
+def _project_path(path: str, root: Optional[str]) -> str:
+    if root:
+        absolute, root = os.path.abspath(path), os.path.abspath(root)
+        if os.path.commonpath([absolute, root]) == root:
+            path = os.path.relpath(absolute, root)
+    return path.replace(os.sep, "/")
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Characters XML 1.0 cannot carry (control characters, lone surrogates) as ``\\xNN``
+    escapes; ElementTree escapes the rest."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def to_junit(findings: Sequence[Finding]) -> str:
+    """JUnit XML as ruff writes it: a ``testsuite`` per file with findings, a ``testcase``
+    per finding with its ``failure``; with no findings, one passing test case."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    count = str(len(findings))
+    root = ET.Element("testsuites", name="gradguard", tests=count, failures=count,
+                      errors="0", skipped="0")
+    for path, group in by_path.items():
+        n = str(len(group))
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(path), tests=n, failures=n,
+                              errors="0", skipped="0", package="gradguard")
+        classname = _xml_text(os.path.splitext(path)[0].replace(os.sep, "/"))
+        for f in group:
+            case = ET.SubElement(suite, "testcase", name=f"gradguard.{f.code}",
+                                 classname=classname, file=_xml_text(path), line=str(f.line),
+                                 column=str(f.col))
+            message = _xml_text(f"{f.message}{_verdict(f)}")
+            failure = ET.SubElement(case, "failure", message=message, type=f.code)
+            failure.text = f"line {f.line}, col {f.col}, {message}"
+    if not by_path:
+        suite = ET.SubElement(root, "testsuite", name="gradguard", tests="1", failures="0",
+                              errors="0", skipped="0")
+        ET.SubElement(suite, "testcase", name="No errors found", classname="gradguard")
+        root.set("tests", "1")
+    ET.indent(root, "    ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
 def count(n: int, noun: str) -> str:

@@ -206,6 +206,55 @@ def test_sarif_format(project):
                         "region": {"startLine": 2, "startColumn": 7}}
 
 
+@pytest.mark.parametrize("output_format", ["full", "github", "gitlab", "junit", "pylint"])
+def test_every_format_from_the_command_line(project, output_format):
+    project("train.py", GG101_SAMPLE)
+    project("ok.py")
+    result = gg("check", "--format", output_format)
+    assert result.exit_code == 1 and result.stderr == (
+        "1 finding in 1 file, 2 files checked\n[*] 1 fixable with `--fix`\n")
+    out = result.stdout
+    if output_format == "full":
+        assert out.startswith("GG101 [*] in-place `*=` on leaf tensor `x`")  # a safe fix
+        assert "3 + with torch.no_grad():\n4 +     x *= 100\n" in out
+        assert "\n --> train.py:3:1\n  |\n" in out and "3 | x *= 100\n  | ^^^^^^^^\n" in out
+    elif output_format == "github":
+        assert out.startswith(f"::error title=gradguard (GG101),file="
+                              f"{os.path.abspath('train.py').replace(':', '%3A')},line=3,col=1,"
+                              "endLine=3,endColumn=9::in-place `*=` on leaf tensor `x`")
+    elif output_format == "gitlab":
+        (entry,) = json.loads(out)
+        assert entry["check_name"] == "GG101" and entry["location"]["path"] == "train.py"
+    elif output_format == "junit":
+        import xml.etree.ElementTree as ET
+        assert ET.fromstring(out).find("testsuite/testcase/failure") is not None
+    else:
+        assert out.startswith("train.py:3: [GG101] in-place `*=` on leaf tensor `x`")
+    project("train.py")
+    clean = gg("check", "--format", output_format)
+    assert clean.exit_code == 0 and clean.stderr == "No findings, 2 files checked\n"
+
+
+def test_full_shows_findings_in_imported_modules_with_their_source(project):
+    project("pkg/__init__.py", "")
+    project("pkg/model.py", "import torch\n\ndef scale(x):\n    x *= 2\n    return x\n")
+    project("train.py", "import torch\nfrom pkg.model import scale\n"
+                        "w = torch.ones(1, requires_grad=True)\nscale(w)\n")
+    result = gg("check", "train.py", "--format", "full")  # only train.py is linted
+    assert f" --> {os.path.join('pkg', 'model.py')}:4:5\n" in result.stdout
+    assert "4 |     x *= 2\n  |     ^" in result.stdout
+
+
+def test_sarif_format_is_valid_against_the_official_schema(project):
+    from test_report_formats import validate
+
+    project("a.py", SYNTAX_ERROR)
+    project("train.py", GG101_SAMPLE)
+    log = json.loads(gg("check", "--format", "sarif").stdout)
+    validate(log)
+    assert len(log["runs"][0]["results"]) == 2
+
+
 def test_statistics(project):
     project("a.py", "x = (\n")
     project("b.py", "x = (\n")
@@ -213,6 +262,97 @@ def test_statistics(project):
     assert text.stdout.splitlines()[-1].split() == ["2", "GG001", "syntax-error"]
     machine = gg("check", "--statistics", "--format", "json")
     assert len(json.loads(machine.stdout)) == 2 and "GG001" in machine.stderr
+    for output_format in ("full", "pylint"):  # read by people: the counts come after
+        assert gg("check", "--statistics", "--format", output_format).stdout.splitlines()[
+            -1].split() == ["2", "GG001", "syntax-error"]
+    for output_format in ("sarif", "github", "gitlab", "junit"):
+        result = gg("check", "--statistics", "--format", output_format)
+        assert "2     GG001" not in result.stdout and "2     GG001" in result.stderr
+
+
+# --- --output-file ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output_format", ["text", "full", "json", "sarif", "github", "gitlab",
+                                           "junit", "pylint"])
+def test_output_file_holds_what_stdout_would(project, output_format):
+    project("a.py", SYNTAX_ERROR)
+    project("train.py", GG101_SAMPLE)
+    shown = gg("check", "--format", output_format)
+    written = gg("check", "--format", output_format, "--output-file", "reports/out.txt")
+    assert written.exit_code == shown.exit_code == 1
+    assert written.stdout == "" and written.stderr == shown.stderr == (
+        "2 findings in 2 files, 2 files checked\n[*] 1 fixable with `--fix`\n")
+    assert Path("reports/out.txt").read_text(encoding="utf-8") == shown.stdout
+    assert os.listdir("reports") == ["out.txt"]  # no temporary file left behind
+
+
+def test_output_file_statistics_and_quiet(project):
+    project("a.py", SYNTAX_ERROR)
+    text = gg("check", "-o", "out.txt", "--statistics", "-q")
+    assert text.stdout == text.stderr == ""
+    assert Path("out.txt").read_text().splitlines()[-1].split() == ["1", "GG001",
+                                                                     "syntax-error"]
+    machine = gg("check", "-o", "out.json", "--statistics", "--format", "json")
+    assert len(json.loads(Path("out.json").read_text())) == 1
+    assert machine.stdout == "" and "1     GG001" in machine.stderr
+
+
+def test_output_file_replaces_whole_and_keeps_the_mode(project):
+    project("a.py")
+    report = project("out.json", "x" * 10000)
+    if os.name == "posix":
+        report.chmod(0o640)
+    assert gg("check", "--format", "json", "-o", "out.json").exit_code == 0
+    assert report.read_text() == "[]\n"
+    if os.name == "posix":
+        assert report.stat().st_mode & 0o777 == 0o640
+        fresh = Path("fresh.json")
+        gg("check", "--format", "json", "-o", str(fresh))
+        mask = os.umask(0)
+        os.umask(mask)
+        assert fresh.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_output_file_through_a_link(project, tmp_path):
+    project("a.py", SYNTAX_ERROR)
+    target = project("real/report.txt", "old\n")
+    os.symlink(target, tmp_path / "link.txt")
+    gg("check", "-o", "link.txt")
+    assert os.path.islink(tmp_path / "link.txt") and target.read_text().startswith("a.py:2:7")
+
+
+def test_output_file_failure_keeps_the_old_report(project, monkeypatch):
+    project("a.py", SYNTAX_ERROR)
+    project("out.txt", "old report\n")
+
+    def fail(source, destination):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    result = gg("check", "-o", "out.txt")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "out.txt: cannot write the report: No space left on device" in result.stderr
+    assert "1 finding in 1 file" in result.stderr
+    assert Path("out.txt").read_text() == "old report\n"
+    assert sorted(os.listdir(".")) == ["a.py", "out.txt"]
+
+
+def test_output_file_that_cannot_be(project):
+    project("a.py", SYNTAX_ERROR)
+    project("taken")
+    result = gg("check", "-o", "taken/out.txt", "--exit-zero")
+    assert result.exit_code == 2 and "taken/out.txt: cannot write the report" in result.stderr
+    os.mkdir("dir")
+    assert gg("check", "-o", "dir").exit_code == 2  # a directory: a usage error
+
+
+def test_write_atomically_to_something_not_a_file():
+    from gradguard.files import write_atomically
+
+    write_atomically(os.devnull, "discarded\n")  # written as it is, not replaced
+    assert os.path.exists(os.devnull) and not Path(os.devnull).is_file()
 
 
 # --- Files --------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ import pytest
 
 from gradguard import check_source
 from gradguard.findings import SAFE, UNSAFE, Edit, Fix
-from gradguard.fixes import FileChangedError, apply_fixes, fix_text, write_atomically
+from gradguard.files import FileChangedError, write_atomically
+from gradguard.fixes import apply_fixes, fix_text
 from gradguard.rules import ALL_RULES
 from oracle import (
     FIXTURES_DIR,

@@ -27,3 +27,13 @@ def test_readme_console_block_is_real_output():
     )
     assert result.returncode == 1
     assert result.stdout + result.stderr == expected
+
+
+def test_readme_documents_every_format_in_one_table():
+    from gradguard.report import FORMATS
+
+    tables = re.findall(r"^\| Format \| What reads it \| Example \|\n\|[-|]+\|\n((?:\|.*\n)+)",
+                        README, re.M)
+    assert len(tables) == 1
+    listed = [re.match(r"\| `([a-z]+)`", row).group(1) for row in tables[0].splitlines()]
+    assert listed == list(FORMATS)

@@ -298,7 +298,8 @@ class Modules(Room):
             self.tensors.emit_inplace(st, node, value, input_text,
                               f"`nn.{module.kind}(inplace=True)`{within}",
                               method=f"nn.{module.kind}", site=site,
-                              flag=(module.origin, TORCH.inplace_positions.get(f"nn.{module.kind}")))
+                              flag=(module.origin,
+                                    TORCH.inplace_positions.get(f"nn.{module.kind}")))
             return value
         operands = forward_operands(node, module.kind, args) if direct \
             else {forward_names(module.kind)[0]: (value, input_text)}
