@@ -175,7 +175,11 @@ class NoGradWrap(Rewrite):
     With ``strip_data``, the write stops going through ``.data`` (``p.data.mul_(k)``
     becomes ``p.mul_(k)``) and ``x.data = y`` becomes ``x.copy_(y)``. Safe when the
     statement's value is bound to no name and ``safe`` says the change keeps what the
-    program computes; unsafe otherwise."""
+    program computes; unsafe otherwise.
+
+    Writes one after another share one block: a statement right after a ``with
+    torch.no_grad():`` block moves into it, and each wrap holds back a fix of the next
+    statement until the following round (it then finds this block before it)."""
 
     def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False,
                  safe: bool = True) -> None:
@@ -191,11 +195,20 @@ class NoGradWrap(Rewrite):
             return None
         unit = source.module.default_indent
         name = torch_name(source.module)
+        previous, following = _neighbours(source, source.parent(statement))
         edits = [] if name is not None else [_import_torch(source)]
-        header = f"with {name or 'torch'}.no_grad():\n{indent}{unit}"
-        edits.append(Edit(line, col, line, col, header))
-        edits += [Edit(number, 1, number, 1, unit) for number in range(line + 1, end_line + 1)
+        if previous is not None and _is_no_grad_block(previous, name or "torch"):
+            first = line  # into the block before it: indented like the block's body
+            unit = previous.body.indent if previous.body.indent is not None else unit
+        else:
+            header = f"with {name or 'torch'}.no_grad():\n{indent}{unit}"
+            edits.append(Edit(line, col, line, col, header))
+            first = line + 1
+        edits += [Edit(number, 1, number, 1, unit) for number in range(first, end_line + 1)
                   if source.lines[number - 1].strip()]
+        if following is not None:  # hold back a wrap of the next statement for a round
+            next_line, next_col, _, _ = source.span(following)
+            edits.append(Edit(next_line, next_col, next_line, next_col, ""))
         safe = self.safe and stands_alone(statement)
         if self.strip_data:
             data_edits = self._without_data(source, statement)
@@ -209,15 +222,41 @@ class NoGradWrap(Rewrite):
     def _without_data(self, source: Source, statement) -> Optional[list[Edit]]:
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
                 and _is_data(statement.targets[0].target):  # x.data = y: x.copy_(y)
-            tensor = source.module.code_for_node(statement.targets[0].target.value)
-            value = source.module.code_for_node(statement.value)
-            return [Edit(*source.span(statement), f"{tensor}.copy_({value})")]
+            _, _, line, col = source.span(statement.targets[0].target.value)
+            value_line, value_col, end_line, end_col = source.span(statement.value)
+            return [Edit(line, col, value_line, value_col, ".copy_("),
+                    Edit(end_line, end_col, end_line, end_col, ")")]
         data = _data_attribute(self.node)
         if data is None:
             return None
         _, _, line, col = source.span(data.value)
         _, _, end_line, end_col = source.span(data)
         return [Edit(line, col, end_line, end_col, "")]
+
+
+def _neighbours(source: Source, line: cst.SimpleStatementLine) -> tuple:
+    """The statements just before and just after ``line`` in its block: the one before
+    only when nothing (a blank line, a comment) stands between them."""
+    block = source.parent(line)
+    body = list(getattr(block, "body", ()))
+    index = next((i for i, item in enumerate(body) if item is line), None)
+    if index is None:
+        return None, None
+    previous = body[index - 1] if index and not line.leading_lines else None
+    following = body[index + 1] if index + 1 < len(body) else None
+    return previous, following
+
+
+def _is_no_grad_block(statement: cst.CSTNode, torch: str) -> bool:
+    """``with torch.no_grad():`` and an indented body, nothing else."""
+    if not isinstance(statement, cst.With) or len(statement.items) != 1 \
+            or statement.items[0].asname is not None \
+            or not isinstance(statement.body, cst.IndentedBlock):
+        return False
+    call = statement.items[0].item
+    return isinstance(call, cst.Call) and not call.args \
+        and isinstance(call.func, cst.Attribute) and call.func.attr.value == "no_grad" \
+        and isinstance(call.func.value, cst.Name) and call.func.value.value == torch
 
 
 def _is_data(target: cst.CSTNode) -> bool:
@@ -344,8 +383,10 @@ def split_lines(text: str) -> list[str]:
 
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     """``text`` with ``fixes`` applied, and the fixes taken. Fixes are taken in order of
-    position; one whose edits touch or overlap a taken one's waits for another round
-    (its positions are those of ``text``)."""
+    position; one whose edits touch or overlap an earlier one's waits for another round
+    (its positions are those of ``text``), and holds back the fixes it touches in turn:
+    a chain of fixes one after another is applied one per round, each seeing what the
+    one before it did."""
     lines = split_lines(text)
     starts = [0]
     for line in lines:
@@ -358,12 +399,14 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     for fix in sorted(fixes, key=lambda fix: min(fix.edits)):
         ranges = [(offset(e.line, e.col), offset(e.end_line, e.end_col), e.content)
                   for e in fix.edits]
-        if any(start <= other_end and other_start <= end
-               for start, end, _ in ranges for other_start, other_end in spans):
+        if _self_overlapping(ranges):
             continue
-        taken.append(fix)
-        spans += [(start, end) for start, end, _ in ranges]
-        replacements += ranges
+        held_back = any(start <= other_end and other_start <= end
+                        for start, end, _ in ranges for other_start, other_end in spans)
+        spans += [(start, end) for start, end, _ in ranges]  # a fix held back holds back too
+        if not held_back:
+            taken.append(fix)
+            replacements += ranges
     # from the end backwards; of two insertions at one place, the one listed first ends
     # up first
     ordered = sorted(enumerate(replacements), key=lambda r: (r[1][0], r[1][1], r[0]),
@@ -371,6 +414,13 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     for _, (start, end, content) in ordered:
         text = text[:start] + content + text[end:]
     return text, taken
+
+
+def _self_overlapping(ranges: list[tuple[int, int, str]]) -> bool:
+    """Whether two edits of one fix change the same text (insertions at one place are
+    fine: they keep their order)."""
+    ordered = sorted((start, end) for start, end, _ in ranges)
+    return any(later_start < end for (_, end), (later_start, _) in zip(ordered, ordered[1:]))
 
 
 @dataclass
@@ -385,7 +435,7 @@ class FixResult:
 
 
 def fix_text(text: str, lint: Callable[[str], list], unsafe: bool,
-             rounds: int = 10) -> FixResult:
+             rounds: int = 100) -> FixResult:
     """Apply the applicable fixes of ``lint(text)``'s findings, re-linting after each
     round, until none is left (at most ``rounds``). A round whose result does not lint
     (a syntax error) or still has as many findings of a fixed code is undone, and says so."""

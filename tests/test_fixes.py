@@ -91,6 +91,26 @@ def test_two_insertions_at_one_place_keep_their_order():
     assert apply_fixes("w.mul_(2)\n", [fix])[0] == "import torch\nwith x:\n    w.mul_(2)\n"
 
 
+def test_a_fix_whose_edits_overlap_each_other_is_not_applied():
+    fix = Fix("f", SAFE, (Edit(1, 1, 2, 3, "x"), Edit(2, 1, 2, 1, "    ")))
+    assert apply_fixes("a = (1,\n 2)\n", [fix]) == ("a = (1,\n 2)\n", [])
+
+
+def test_a_data_assignment_over_several_lines_keeps_its_lines(tmp_path):
+    source = (b"import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n"
+              b"    def __init__(self):\n        super().__init__()\n"
+              b"        self.a = nn.Linear(2, 2)\n        if True:\n"
+              b"            self.a.weight.data = nn.Parameter(\n"
+              b"                torch.zeros(2, 2), requires_grad=True\n            )\n\nM()\n")
+    (tmp_path / "a.py").write_bytes(source)
+    run = gradguard(tmp_path, "--fix", "--unsafe-fixes", "a.py")
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "a.py").read_bytes().endswith(
+        b"        if True:\n            with torch.no_grad():\n"
+        b"                self.a.weight.copy_(nn.Parameter(\n"
+        b"                    torch.zeros(2, 2), requires_grad=True\n                ))\n\nM()\n")
+
+
 def test_lines_are_counted_as_python_counts_them():
     text = "a = 1\r\nb = '\x0c'\rc = 3\n"
     fix = Fix("f", SAFE, (Edit(3, 5, 3, 6, "4"),))
@@ -175,6 +195,19 @@ def test_a_file_without_import_torch_gets_one(tmp_path):
     assert (tmp_path / "a.py").read_bytes() == (
         b'"""Doc."""\nfrom __future__ import annotations\nimport torch\nfrom torch import nn\n\n'
         b"layer = nn.Linear(2, 2)\nwith torch.no_grad():\n    layer.weight.mul_(2)\n")
+
+
+def test_writes_one_after_another_share_one_block(tmp_path):
+    source = (b"import torch\nimport torch.nn as nn\n\nlayer = nn.Linear(2, 2)\n"
+              b"if True:\n    layer.weight.data.zero_()\n    layer.bias.data.zero_()\n"
+              b"    layer.bias.data.add_(\n        1)\n\n    layer.weight.data.add_(1)\n")
+    (tmp_path / "a.py").write_bytes(source)
+    gradguard(tmp_path, "--fix", "a.py")
+    assert (tmp_path / "a.py").read_bytes() == (
+        b"import torch\nimport torch.nn as nn\n\nlayer = nn.Linear(2, 2)\n"
+        b"if True:\n    with torch.no_grad():\n        layer.weight.zero_()\n"
+        b"        layer.bias.zero_()\n        layer.bias.add_(\n            1)\n\n"
+        b"    with torch.no_grad():\n        layer.weight.add_(1)\n")
 
 
 def test_what_cannot_be_wrapped_is_not(tmp_path):
