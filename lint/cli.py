@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import click
 
@@ -74,8 +74,9 @@ class Outcome:
     error: Optional[str] = None
 
 
-def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
-    """Lint one file's bytes; apply selection, per-file-ignores and ``noqa``."""
+def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
+    """Lint one file's bytes (or text, as an editor holds it); apply selection,
+    per-file-ignores and ``noqa``."""
     try:
         findings = []
         lines = []
@@ -146,24 +147,41 @@ def _selectors(values: Sequence[str], source: str, from_config: bool = False) ->
     return selectors
 
 
-def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
+def _warn(text: str) -> None:
+    click.echo(f"gradguard: warning: {text}", err=True)
+
+
+def load_config(path: Optional[str], isolated: bool, start: Optional[Path] = None,
+                warn: Callable[[str], None] = _warn) -> configuration.Config:
+    """The configuration ``--config``/``--isolated`` name, else the nearest one at or
+    above ``start`` (default: the current directory). Raises ``Fatal`` when unusable."""
     if isolated:
         if path:
             raise click.UsageError("--config and --isolated cannot be used together")
         return configuration.Config()
-    found = Path(path).absolute() if path else configuration.find_pyproject(Path.cwd())
+    found = Path(path).absolute() if path else configuration.find_pyproject(
+        start or Path.cwd())
     if found is None:
         return configuration.Config()
     try:
-        return configuration.load(found, warn=lambda text: click.echo(
-            f"gradguard: warning: {text}", err=True))
+        return configuration.load(found, warn=warn)
     except configuration.ConfigError as error:
         raise Fatal(str(error)) from None
 
 
-def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFinder]:
+def check_options(args: Sequence[str] = ()) -> dict:
+    """The options ``check`` would run with given ``args`` (its defaults for none): for
+    callers that lint as the command line does without running it (the language server)."""
+    with check.make_context("check", list(args)) as context:
+        return dict(context.params)
+
+
+def make_plan(options: dict, config: configuration.Config,
+              cwd: Optional[Path] = None) -> tuple[Plan, FileFinder]:
     """Merge command line and configuration: ``select``, ``ignore`` and ``exclude`` from
-    the command line replace the configuration's; ``extend-*`` add to it."""
+    the command line replace the configuration's; ``extend-*`` add to it. Relative globs
+    resolve against the configuration's directory and ``cwd`` (default: the current
+    directory)."""
 
     def chosen(key: str) -> Optional[list[str]]:  # the command line's, else the config's
         if options[key]:
@@ -178,7 +196,7 @@ def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFi
         (glob, tuple(_selectors(codes_, f"{config.path}: per-file-ignores", True)))
         for glob, codes_ in config.per_file_ignores.items()
     )
-    roots = tuple(dict.fromkeys(str(r) for r in (config.root, Path.cwd()) if r))
+    roots = tuple(dict.fromkeys(str(r) for r in (config.root, cwd or Path.cwd()) if r))
     exclude = split_globs(options["exclude"] or (
         config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
     exclude += split_globs([*(config.extend_exclude or []), *options["extend_exclude"]])
@@ -264,7 +282,7 @@ def check(paths: tuple[str, ...], **options) -> None:
 
 def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
-    plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
+    plan, finder = make_plan(options, load_config(options["config_path"], options["isolated"]))
     found = finder.discover(path for path in paths if path != STDIN)
     outcomes = lint_all(found.files, plan, options["jobs"])
     if STDIN in paths:
@@ -273,7 +291,7 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
     checked = [outcome for outcome in outcomes if not outcome.error]
-    findings = _one_per_place(f for outcome in checked for f in outcome.findings)
+    findings = one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
     _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
@@ -288,7 +306,7 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
 
 
-def _one_per_place(findings) -> list[Finding]:
+def one_per_place(findings) -> list[Finding]:
     """One finding per culprit: files that import the same module each find what is
     wrong in it; the first message (in file order) is kept."""
     kept: dict[tuple, Finding] = {}
