@@ -86,6 +86,13 @@ class _Collector:
 _COLLECTOR = _Collector()
 
 
+def collection_held() -> _Collector:
+    """``with collection_held():`` postpones the collection that ends each check to the
+    end of the block: a caller that hands findings on first (the language server sends
+    them to the editor) does not wait for it. Hold it around checks of one thread only."""
+    return _COLLECTOR
+
+
 def _check(source, path, rules, debug) -> list[Finding]:
     if isinstance(source, bytes):
         try:

@@ -36,6 +36,7 @@ from gradguard.noqa import filter_noqa, source_lines
 from gradguard.rules import Rule
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+DEBOUNCE = 0.15  # seconds the language server waits after a change before it lints
 
 
 class Fatal(click.ClickException):
@@ -88,7 +89,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
             if not group:
                 continue
             # a finding in a module the file imports is filtered by that module's noqa
-            group_lines = source_lines(source) if where == path else _read_lines(where)
+            group_lines = source_lines(source) if where == path else read_lines(where)
             if not plan.disable_noqa:
                 group = filter_noqa(group, group_lines)
             findings += group
@@ -108,7 +109,7 @@ def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
     return list(groups.items())
 
 
-def _read_lines(path: str) -> list[str]:
+def read_lines(path: str) -> list[str]:
     try:
         return source_lines(read_file(path))
     except OSError:
@@ -379,6 +380,21 @@ def _verify_target(command: list[str]) -> list[str]:
     if command:
         return ["--module", command[0], "--", *command[1:]]
     raise click.UsageError("nothing to run")
+
+
+@main.command()
+@click.option("--debounce", type=click.FloatRange(min=0), default=DEBOUNCE, show_default=True,
+              metavar="SECONDS", help="Lint a changed document this long after the last "
+              "change.")
+def server(debounce: float) -> None:
+    """Run the language server for editors: LSP on standard input and output (needs
+    the `lsp` extra)."""
+    try:
+        from gradguard.server import serve
+    except ImportError as error:
+        raise Fatal(f"the language server needs pygls: pip install 'gradguard[lsp]' "
+                    f"({error})") from None
+    serve(debounce)
 
 
 @main.command("rules")
