@@ -279,3 +279,18 @@ def test_check_does_not_import_pygls():
     code = ("import sys; from gradguard import cli; "
             "assert not any(m.startswith(('pygls', 'lsprotocol')) for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)
+
+
+def test_the_same_text_again_is_not_parsed_again(monkeypatch):
+    """A save lints the text of the last change again: its tree and positions are kept."""
+    from gradguard import checker
+
+    parses = []
+    parse = checker.cst.parse_module
+    monkeypatch.setattr(checker.cst, "parse_module", lambda text: parses.append(1) or parse(text))
+    text = BUGGY + "# a text no other test parses\n"
+    first = checker.check_source(text, "train.py")
+    assert checker.check_source(text, "train.py") == first and len(parses) == 1
+    assert [f.code for f in first] == ["GG101"] and first[0].end_col == 10
+    checker.check_source(CLEAN, "train.py")
+    assert len(parses) == 2
