@@ -209,7 +209,7 @@ class Settings:
 
     def __init__(self, options: dict) -> None:
         self.options = options
-        self._plans: dict[tuple, tuple[cli.Plan, FileFinder]] = {}
+        self._plans: dict[tuple, tuple[tuple, tuple[cli.Plan, FileFinder]]] = {}
 
     def plan(self, path: Optional[str], cwd: Path) -> tuple[cli.Plan, FileFinder]:
         """Raises ``click.ClickException`` for a configuration ``check`` would refuse."""
@@ -218,12 +218,12 @@ class Settings:
         if not isolated:
             found = Path(named).absolute() if named else configuration.find_pyproject(
                 Path(path).parent if path else cwd)
-        key = (str(found), _stamp(found), str(cwd))
-        if key not in self._plans:
+        key, stamp = (str(found), str(cwd)), _stamp(found)
+        if key not in self._plans or self._plans[key][0] != stamp:
             config = cli.load_config(str(found) if found else None, isolated,
                                      warn=lambda text: logger.warning("%s", text))
-            self._plans[key] = cli.make_plan(self.options, config, cwd)
-        return self._plans[key]
+            self._plans[key] = (stamp, cli.make_plan(self.options, config, cwd))
+        return self._plans[key][1]
 
 
 def _real(path: str) -> str:
@@ -313,7 +313,10 @@ class GradguardServer(LanguageServer):
                 except (FutureTimeout, RuntimeError):  # a loop that closes at exit
                     pass
 
-        self.worker.submit(work)
+        try:
+            self.worker.submit(work)
+        except RuntimeError:  # a change after shutdown: nothing is linted any more
+            pass
 
     def publish(self, uri: str) -> None:
         """Send the diagnostics of ``uri``: its own findings when it is open, and those
