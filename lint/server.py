@@ -177,7 +177,6 @@ class Linted:
     """One lint of one version of a document."""
 
     version: Optional[int]
-    lines: list[str]
     own: list[Shown]  # the findings in the document
     # Findings in files it imports (a write in ``helpers.py`` that this file's call makes
     # fail), by the real path of the file: shown in that file, as ``check`` reports them.
@@ -347,19 +346,19 @@ class GradguardServer(LanguageServer):
         """Lint ``text`` as the document's file would be by ``check`` from its workspace
         folder (in the worker thread)."""
         started = time.perf_counter()
-        lines = source_lines(text)
         path = document.path
         on_disk = path != document.uri
         cwd = self.folder_of(path) if on_disk else Path.cwd()
         try:
             plan, finder = self.settings.plan(path if on_disk else None, cwd)
         except click.ClickException as error:
-            return Linted(version, lines, [], error=error.format_message())
+            return Linted(version, [], error=error.format_message())
         if on_disk and not finder.reached(path, str(cwd)):
-            return Linted(version, lines, [])
+            return Linted(version, [])
         outcome = cli.lint_source(path, text, plan)
+        lines = source_lines(text)
         units = self.workspace.position_codec.client_num_units
-        linted = Linted(version, lines, [])
+        linted = Linted(version, [])
         others: dict[str, list[Finding]] = {}
         for finding in cli.one_per_place(outcome.findings):
             if finding.path == path:
@@ -384,7 +383,8 @@ class GradguardServer(LanguageServer):
     def folder_of(self, path: str) -> Path:
         """The workspace folder holding ``path`` (the innermost), else the current
         directory: where ``check`` would have been run."""
-        folders = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()]
+        # list(): one step, while the event loop may add or remove a folder
+        folders = [to_fs_path(folder.uri) for folder in list(self.workspace.folders.values())]
         if self.workspace.root_path:
             folders.append(self.workspace.root_path)
         holding = [Path(folder) for folder in folders
