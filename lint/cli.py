@@ -152,16 +152,15 @@ def _warn(text: str) -> None:
     click.echo(f"gradguard: warning: {text}", err=True)
 
 
-def load_config(path: Optional[str], isolated: bool, start: Optional[Path] = None,
+def load_config(path: Optional[str], isolated: bool,
                 warn: Callable[[str], None] = _warn) -> configuration.Config:
     """The configuration ``--config``/``--isolated`` name, else the nearest one at or
-    above ``start`` (default: the current directory). Raises ``Fatal`` when unusable."""
+    above the current directory. Raises ``Fatal`` when it cannot be used."""
     if isolated:
         if path:
             raise click.UsageError("--config and --isolated cannot be used together")
         return configuration.Config()
-    found = Path(path).absolute() if path else configuration.find_pyproject(
-        start or Path.cwd())
+    found = Path(path).absolute() if path else configuration.find_pyproject(Path.cwd())
     if found is None:
         return configuration.Config()
     try:
