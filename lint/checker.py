@@ -86,6 +86,18 @@ class _Collector:
 _COLLECTOR = _Collector()
 
 
+def collection_held() -> _Collector:
+    """``with collection_held():`` postpones the collection that ends each check to the
+    end of the block: a caller that hands findings on first (the language server sends
+    them to the editor) does not wait for it. Hold it around checks of one thread only."""
+    return _COLLECTOR
+
+
+# The tree and positions of the last text parsed: an editor lints the same text again when
+# it is saved (or the configuration changes), and skips the parse and the positions pass.
+_LAST_PARSE: list[tuple[str, cst.Module, Positions]] = []
+
+
 def _check(source, path, rules, debug) -> list[Finding]:
     if isinstance(source, bytes):
         try:
@@ -98,6 +110,8 @@ def _check(source, path, rules, debug) -> list[Finding]:
     known = PROJECT.parsed(disk_path, text) if disk_path is not None else None
     if known is not None:  # a file linted before imported it: its tree is parsed already
         module, positions = known.module, known.positions
+    elif _LAST_PARSE and _LAST_PARSE[0][0] == text:  # the text of the last check, again
+        _, module, positions = _LAST_PARSE[0]
     else:
         try:
             module = cst.parse_module(text)
@@ -110,12 +124,11 @@ def _check(source, path, rules, debug) -> list[Finding]:
                 return [_syntax_finding(path, text, error)]
             except (RecursionError, MemoryError, ValueError):
                 pass
-        positions = None
+        positions = Positions(module)  # shared by messages and placement: one pass at most
+        _LAST_PARSE[:] = [(text, module, positions)]
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
-    if positions is None:
-        positions = Positions(module)  # shared by messages and placement: one pass at most
     raw: list[tuple[cst.CSTNode, str, str]] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None

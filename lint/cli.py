@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import click
 
@@ -41,6 +41,7 @@ from gradguard.noqa import filter_noqa, source_lines
 from gradguard.rules import Rule
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+DEBOUNCE = 0.15  # seconds the language server waits after a change before it lints
 
 
 class Fatal(click.ClickException):
@@ -79,8 +80,9 @@ class Outcome:
     error: Optional[str] = None
 
 
-def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
-    """Lint one file's bytes; apply selection, per-file-ignores and ``noqa``."""
+def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
+    """Lint one file's bytes (or text, as an editor holds it); apply selection,
+    per-file-ignores and ``noqa``."""
     try:
         findings = []
         lines = []
@@ -92,7 +94,7 @@ def lint_source(path: str, source: bytes, plan: Plan) -> Outcome:
             if not group:
                 continue
             # a finding in a module the file imports is filtered by that module's noqa
-            group_lines = source_lines(source) if where == path else _read_lines(where)
+            group_lines = source_lines(source) if where == path else read_lines(where)
             if not plan.disable_noqa:
                 group = filter_noqa(group, group_lines)
             findings += group
@@ -112,7 +114,7 @@ def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
     return list(groups.items())
 
 
-def _read_lines(path: str) -> list[str]:
+def read_lines(path: str) -> list[str]:
     try:
         return source_lines(read_file(path))
     except OSError:
@@ -171,7 +173,14 @@ def _selectors(values: Sequence[str], source: str, from_config: bool = False) ->
     return selectors
 
 
-def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
+def _warn(text: str) -> None:
+    click.echo(f"gradguard: warning: {text}", err=True)
+
+
+def load_config(path: Optional[str], isolated: bool,
+                warn: Callable[[str], None] = _warn) -> configuration.Config:
+    """The configuration ``--config``/``--isolated`` name, else the nearest one at or
+    above the current directory. Raises ``Fatal`` when it cannot be used."""
     if isolated:
         if path:
             raise click.UsageError("--config and --isolated cannot be used together")
@@ -180,15 +189,24 @@ def _load_config(path: Optional[str], isolated: bool) -> configuration.Config:
     if found is None:
         return configuration.Config()
     try:
-        return configuration.load(found, warn=lambda text: click.echo(
-            f"gradguard: warning: {text}", err=True))
+        return configuration.load(found, warn=warn)
     except configuration.ConfigError as error:
         raise Fatal(str(error)) from None
 
 
-def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFinder]:
+def check_options(args: Sequence[str] = ()) -> dict:
+    """The options ``check`` would run with given ``args`` (its defaults for none): for
+    callers that lint as the command line does without running it (the language server)."""
+    with check.make_context("check", list(args)) as context:
+        return dict(context.params)
+
+
+def make_plan(options: dict, config: configuration.Config,
+              cwd: Optional[Path] = None) -> tuple[Plan, FileFinder]:
     """Merge command line and configuration: ``select``, ``ignore`` and ``exclude`` from
-    the command line replace the configuration's; ``extend-*`` add to it."""
+    the command line replace the configuration's; ``extend-*`` add to it. Relative globs
+    resolve against the configuration's directory and ``cwd`` (default: the current
+    directory)."""
 
     def chosen(key: str) -> Optional[list[str]]:  # the command line's, else the config's
         if options[key]:
@@ -203,7 +221,7 @@ def make_plan(options: dict, config: configuration.Config) -> tuple[Plan, FileFi
         (glob, tuple(_selectors(codes_, f"{config.path}: per-file-ignores", True)))
         for glob, codes_ in config.per_file_ignores.items()
     )
-    roots = tuple(dict.fromkeys(str(r) for r in (config.root, Path.cwd()) if r))
+    roots = tuple(dict.fromkeys(str(r) for r in (config.root, cwd or Path.cwd()) if r))
     exclude = split_globs(options["exclude"] or (
         config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
     exclude += split_globs([*(config.extend_exclude or []), *options["extend_exclude"]])
@@ -306,7 +324,7 @@ def check(paths: tuple[str, ...], **options) -> None:
 
 def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
-    plan, finder = make_plan(options, _load_config(options["config_path"], options["isolated"]))
+    plan, finder = make_plan(options, load_config(options["config_path"], options["isolated"]))
     found = finder.discover(path for path in paths if path != STDIN)
     bar = (progress.Progress(len(found.files), sys.stderr)
            if progress.wanted(sys.stderr, options["quiet"]) else None)
@@ -324,13 +342,13 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     checked = [outcome for outcome in outcomes if not outcome.error]
     if options["fix"] or options["diff"]:
         return _run_fixes(outcomes, errors, plan, options, stdin)
-    findings = _one_per_place(f for outcome in checked for f in outcome.findings)
+    findings = one_per_place(f for outcome in checked for f in outcome.findings)
     if options["verify"]:
         findings = _verify(findings, options, plan.codes)
     sources = {o.path: o.lines for o in checked if o.lines}
     if plan.keep_lines:  # findings in the modules a file imports
         for path in {f.path for f in findings} - sources.keys():
-            sources[path] = _read_lines(path) if os.path.isfile(path) else []
+            sources[path] = read_lines(path) if os.path.isfile(path) else []
     written = _write(findings, sources, options)
     if written:
         errors.append(written)
@@ -387,7 +405,7 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
             errors.append(str(error) if isinstance(error, FileChangedError)
                           else f"{path}: not fixed: {error}")
             left += outcome.findings
-    findings = _one_per_place(left)
+    findings = one_per_place(left)
     if options["diff"]:
         for diff in diffs:
             click.echo(diff, nl=False)
@@ -424,7 +442,7 @@ def _own_findings(path: str, plan: Plan, encoding: str, text: str) -> list[Findi
     return [f for f in outcome.findings if f.path == path]
 
 
-def _one_per_place(findings) -> list[Finding]:
+def one_per_place(findings) -> list[Finding]:
     """One finding per culprit: files that import the same module each find what is
     wrong in it; the first message (in file order) is kept."""
     kept: dict[tuple, Finding] = {}
@@ -505,6 +523,21 @@ def _verify_target(command: list[str]) -> list[str]:
     if command:
         return ["--module", command[0], "--", *command[1:]]
     raise click.UsageError("nothing to run")
+
+
+@main.command()
+@click.option("--debounce", type=click.FloatRange(min=0), default=DEBOUNCE, show_default=True,
+              metavar="SECONDS", help="Lint a changed document this long after the last "
+              "change.")
+def server(debounce: float) -> None:
+    """Run the language server for editors: LSP on standard input and output (needs
+    the `lsp` extra)."""
+    try:
+        from gradguard.server import serve
+    except ImportError as error:
+        raise Fatal(f"the language server needs pygls: pip install 'gradguard[lsp]' "
+                    f"({error})") from None
+    serve(debounce)
 
 
 @main.command("rules")

@@ -162,6 +162,17 @@ class FileFinder:
     def excluded(self, path: str) -> bool:
         return matches_any(path, self.exclude, self.roots)
 
+    def reached(self, path: str, root: str) -> bool:
+        """Whether ``check ROOT`` would lint the file at ``path``: neither the file nor
+        a directory between ``root`` and it matches an exclude glob. A file outside
+        ``root`` is judged by itself alone."""
+        absolute, root = os.path.abspath(path), os.path.abspath(root)
+        if not _under(absolute, root) or absolute == root:
+            return not self.excluded(absolute)
+        parts = os.path.relpath(absolute, root).split(os.sep)
+        return not any(self.excluded(os.path.join(root, *parts[:end]))
+                       for end in range(1, len(parts) + 1))
+
     def _excluded_explicitly(self, path: str) -> bool:
         """With ``force_exclude``: whether the path or any of its parents is excluded."""
         parts = os.path.normpath(path).split(os.sep)

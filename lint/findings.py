@@ -29,6 +29,10 @@ class Fix:
     message: str
     applicability: str
     edits: tuple[Edit, ...]
+    # Places (line, col) whose fixes must wait for the next round, as a fix of ruff's
+    # "isolation": a wrap in ``no_grad`` holds back the next statement's, which then
+    # joins its block. Not an edit: it changes no text.
+    holds_back: tuple[tuple[int, int], ...] = field(default=(), compare=False)
 
     @property
     def safe(self) -> bool:

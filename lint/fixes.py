@@ -206,9 +206,8 @@ class NoGradWrap(Rewrite):
             first = line + 1
         edits += [Edit(number, 1, number, 1, unit) for number in range(first, end_line + 1)
                   if source.lines[number - 1].strip()]
-        if following is not None:  # hold back a wrap of the next statement for a round
-            next_line, next_col, _, _ = source.span(following)
-            edits.append(Edit(next_line, next_col, next_line, next_col, ""))
+        # hold back a wrap of the next statement for a round
+        holds_back = (source.span(following)[:2],) if following is not None else ()
         safe = self.safe and stands_alone(statement)
         if self.strip_data:
             data_edits = self._without_data(source, statement)
@@ -217,7 +216,7 @@ class NoGradWrap(Rewrite):
             edits += data_edits
             safe = safe and not (isinstance(statement, cst.Assign)
                                  and _is_data(statement.targets[0].target))
-        return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)))
+        return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)), holds_back)
 
     def _without_data(self, source: Source, statement) -> Optional[list[Edit]]:
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
@@ -381,12 +380,30 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def select_fixes(fixes: Iterable[Fix]) -> list[Fix]:
+    """The fixes one round applies. They are taken in order of position; one whose edits
+    touch or overlap an earlier one's waits for another round, and holds back the fixes
+    it touches in turn (so a chain of fixes one after another is applied one per round,
+    each seeing what the one before it did); so does a place a fix holds back. A fix
+    whose own edits overlap is never taken."""
+    taken, spans = [], []
+    for fix in sorted(fixes, key=lambda fix: min(fix.edits)):
+        ranges = [((e.line, e.col), (e.end_line, e.end_col)) for e in fix.edits]
+        ordered = sorted(ranges)
+        if any(later < end for (_, end), (later, _) in zip(ordered, ordered[1:])):
+            continue  # insertions at one place are fine: they keep their order
+        claimed = ranges + [(place, place) for place in fix.holds_back]
+        held_back = any(start <= other_end and other_start <= end
+                        for start, end in claimed for other_start, other_end in spans)
+        spans += claimed
+        if not held_back:
+            taken.append(fix)
+    return taken
+
+
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
-    """``text`` with ``fixes`` applied, and the fixes taken. Fixes are taken in order of
-    position; one whose edits touch or overlap an earlier one's waits for another round
-    (its positions are those of ``text``), and holds back the fixes it touches in turn:
-    a chain of fixes one after another is applied one per round, each seeing what the
-    one before it did."""
+    """``text`` with the fixes ``select_fixes`` takes applied (their positions are those
+    of ``text``), and those fixes."""
     lines = split_lines(text)
     starts = [0]
     for line in lines:
@@ -395,18 +412,9 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     def offset(line: int, col: int) -> int:
         return starts[min(line, len(starts)) - 1] + col - 1
 
-    taken, spans, replacements = [], [], []
-    for fix in sorted(fixes, key=lambda fix: min(fix.edits)):
-        ranges = [(offset(e.line, e.col), offset(e.end_line, e.end_col), e.content)
-                  for e in fix.edits]
-        if _self_overlapping(ranges):
-            continue
-        held_back = any(start <= other_end and other_start <= end
-                        for start, end, _ in ranges for other_start, other_end in spans)
-        spans += [(start, end) for start, end, _ in ranges]  # a fix held back holds back too
-        if not held_back:
-            taken.append(fix)
-            replacements += ranges
+    taken = select_fixes(fixes)
+    replacements = [(offset(e.line, e.col), offset(e.end_line, e.end_col), e.content)
+                    for fix in taken for e in fix.edits]
     # from the end backwards; of two insertions at one place, the one listed first ends
     # up first
     ordered = sorted(enumerate(replacements), key=lambda r: (r[1][0], r[1][1], r[0]),
@@ -414,13 +422,6 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     for _, (start, end, content) in ordered:
         text = text[:start] + content + text[end:]
     return text, taken
-
-
-def _self_overlapping(ranges: list[tuple[int, int, str]]) -> bool:
-    """Whether two edits of one fix change the same text (insertions at one place are
-    fine: they keep their order)."""
-    ordered = sorted((start, end) for start, end, _ in ranges)
-    return any(later_start < end for (_, end), (later_start, _) in zip(ordered, ordered[1:]))
 
 
 @dataclass

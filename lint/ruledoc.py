@@ -103,9 +103,22 @@ def render(infos: Sequence[CodeInfo], output_format: str, many: bool = False) ->
     return "\n\n".join(one(info) for info in infos)
 
 
+DOCS_URL = "https://github.com/gradguard/gradguard/blob/main/docs/rules.md"
+"""Where docs/rules.md is published (editors link each diagnostic to its rule there)."""
+
+
 def _anchor(info: CodeInfo) -> str:
     """The anchor GitHub gives the heading ``## name (CODE)``."""
     return f"{info.name}-{info.code.lower()}"
+
+
+def doc_url(code: str) -> str:
+    """The address of ``code``'s documentation: its section of docs/rules.md (the page's
+    top for a diagnostic, which has no section)."""
+    info = next((info for info in catalog() if info.code == code), None)
+    if info is None or info.diagnostic:
+        return DOCS_URL
+    return f"{DOCS_URL}#{_anchor(info)}"
 
 
 def _cell(value: str) -> str:

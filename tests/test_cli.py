@@ -392,6 +392,25 @@ def test_exclude_replaces_and_extend_exclude_adds(project):
     assert codes(result) == ["GG001"] and "build" in result.stdout
 
 
+def test_reached_agrees_with_walking_the_root(project, tmp_path):
+    """What an editor's server asks of an open file: would ``check ROOT`` lint it."""
+    finder = cli.make_plan(cli.check_options(["--extend-exclude", "pkg/generated"]),
+                           configuration.Config(), cwd=tmp_path)[1]
+    root = str(tmp_path)
+    assert finder.reached(str(tmp_path / "pkg" / "ok.py"), root)
+    assert not finder.reached(str(tmp_path / ".venv" / "lib" / "x.py"), root)
+    assert not finder.reached(str(tmp_path / "pkg" / "generated" / "x.py"), root)
+    # a file outside the root is judged by its own name: its parents are not the project's
+    outside = tmp_path.parent / "build-elsewhere" / "x.py"
+    assert finder.reached(str(outside), root)
+
+
+def test_check_options_are_the_commands_defaults():
+    options = cli.check_options()
+    assert options["select"] == () and options["output_format"] == "text"
+    assert cli.check_options(["--select", "GG1"])["select"] == ("GG1",)
+
+
 def test_only_python_files_are_discovered(project):
     project("notes.txt", SYNTAX_ERROR)
     project("stub.pyi", SYNTAX_ERROR)

@@ -1,0 +1,491 @@
+"""``gradguard server``: the linter as a language server (LSP over stdio, with pygls).
+
+The process imports the linter once and stays warm: the rules, what gradguard knows of
+torch, and the project modules a file imports (analysed once per content, as in one
+``check`` run). Each open document is linted from its text in the editor, not from the
+disk, under its own path: the configuration (the nearest ``pyproject.toml`` at or above
+the file), ``per-file-ignores``, ``# noqa`` comments and imports of other project files
+apply as they do for ``gradguard check`` run from the workspace folder. A file that
+``check`` would not reach from that folder (``.venv/``, ``build/``, an ``exclude`` glob)
+gets no diagnostics.
+
+When: at once on open and save; on change, ``debounce`` seconds after the last change.
+Linting runs in one worker thread (the engine holds per-process state and is not
+reentrant), off the event loop. A result is published only if the document has not
+changed since the text it was computed from: a stale result is dropped, never shown.
+
+Code actions: each finding's fix (a safe one is preferred, an unsafe one says so), an
+"Add `# noqa: CODE`" for every finding, and ``source.fixAll.gradguard``: every safe fix
+that does not overlap another.
+
+pygls is imported here only: ``gradguard check`` never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import click
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from gradguard import __version__, checker, cli
+from gradguard import config as configuration
+from gradguard.files import FileFinder
+from gradguard.findings import DECODE_ERROR, SYNTAX_ERROR, Edit, Finding, Fix
+from gradguard.fixes import select_fixes
+from gradguard.ruledoc import doc_url
+from gradguard.noqa import BLANKET, NOQA, noqa_codes, source_lines
+
+SOURCE = "gradguard"
+FIX_ALL = "source.fixAll.gradguard"
+DEBOUNCE = cli.DEBOUNCE  # seconds after the last change before a document is linted
+_PUBLISH_WAIT = 2.0  # seconds the worker waits for a publication before it collects
+_ERRORS = frozenset({SYNTAX_ERROR, DECODE_ERROR})  # the file is not linted: an error
+_TOKEN = re.compile(r"\w+")
+_TRAILING_SEPARATORS = ", \t"
+
+logger = logging.getLogger("gradguard.server")
+
+Units = Callable[[str], int]  # the length of a string in the client's position units
+
+
+# --- Positions ----------------------------------------------------------------------------
+
+
+def position(lines: Sequence[str], line: int, col: int, units: Units) -> types.Position:
+    """The LSP position (0-based line; character in the client's units) of a 1-based
+    ``line:col`` counted in code points, clamped to the text."""
+    index = min(max(line - 1, 0), len(lines) - 1)
+    text = lines[index] if lines else ""
+    return types.Position(line=max(index, 0), character=units(text[: max(col - 1, 0)]))
+
+
+def finding_range(finding: Finding, lines: Sequence[str], units: Units) -> types.Range:
+    """Where a finding is: its node's span, else from its column to the end of the token
+    there (a name), else to the end of the line."""
+    start = position(lines, finding.line, finding.col, units)
+    if finding.end_line is not None and finding.end_col is not None:
+        end = position(lines, finding.end_line, finding.end_col, units)
+        if (end.line, end.character) >= (start.line, start.character):
+            return types.Range(start=start, end=end)
+    text = lines[start.line] if lines else ""
+    col = min(max(finding.col - 1, 0), len(text))
+    token = _TOKEN.match(text, col)
+    stop = token.end() if token else max(len(text.rstrip()), col)
+    return types.Range(start=start, end=types.Position(start.line, units(text[:stop])))
+
+
+def edit_range(edit: Edit, lines: Sequence[str], units: Units) -> types.Range:
+    return types.Range(start=position(lines, edit.line, edit.col, units),
+                       end=position(lines, edit.end_line, edit.end_col, units))
+
+
+def _overlap(a: types.Range, b: types.Range) -> bool:
+    """Whether two ranges overlap or touch (a cursor at either end of a finding)."""
+    return ((a.start.line, a.start.character) <= (b.end.line, b.end.character)
+            and (b.start.line, b.start.character) <= (a.end.line, a.end.character))
+
+
+# --- Diagnostics and actions, from findings -------------------------------------------------
+
+
+def diagnostic(finding: Finding, lines: Sequence[str], units: Units) -> types.Diagnostic:
+    severity = (types.DiagnosticSeverity.Error if finding.code in _ERRORS
+                else types.DiagnosticSeverity.Warning)
+    return types.Diagnostic(
+        range=finding_range(finding, lines, units),
+        message=finding.message,
+        severity=severity,
+        code=finding.code,
+        code_description=types.CodeDescription(href=doc_url(finding.code)),
+        source=SOURCE,
+    )
+
+
+def noqa_edit(lines: Sequence[str], line: int, code: str, units: Units
+              ) -> Optional[types.TextEdit]:
+    """The edit that makes the ``noqa`` comment of ``line`` (1-based) name ``code``:
+    ``# noqa: X`` becomes ``# noqa: X, CODE``; a line without one gets ``  # noqa: CODE``.
+    None where no comment can be added (a bare ``# noqa`` already covers everything; a
+    comment after a line continuation would end the line)."""
+    index = min(max(line - 1, 0), len(lines) - 1)
+    if index < 0:
+        return None
+    text = lines[index]
+    codes = noqa_codes(text)
+    if codes == BLANKET or (codes and code.startswith(tuple(codes))):
+        return None
+    if codes:
+        match = NOQA.search(text)
+        at = match.start("codes") + len(match.group("codes").rstrip(_TRAILING_SEPARATORS))
+        insert = f", {code}"
+    else:
+        if text.rstrip().endswith("\\"):
+            return None
+        at = len(text.rstrip())
+        insert = f"  # noqa: {code}"
+    where = types.Position(line=index, character=units(text[:at]))
+    return types.TextEdit(range=types.Range(start=where, end=where), new_text=insert)
+
+
+def fix_edits(fix: Fix, lines: Sequence[str], units: Units) -> list[types.TextEdit]:
+    return [types.TextEdit(range=edit_range(edit, lines, units), new_text=edit.content)
+            for edit in fix.edits]
+
+
+def _wanted(kind: str, only: Optional[Sequence[str]]) -> bool:
+    """Whether a client that asks for the kinds ``only`` wants actions of ``kind``."""
+    return only is None or any(kind == asked or kind.startswith(asked + ".") for asked in only)
+
+
+# --- The server -----------------------------------------------------------------------------
+
+
+Shown = tuple[Finding, types.Diagnostic, Sequence[str]]  # and the lines it was placed in
+
+
+@dataclass
+class Linted:
+    """One lint of one version of a document."""
+
+    version: Optional[int]
+    own: list[Shown]  # the findings in the document
+    # Findings in files it imports (a write in ``helpers.py`` that this file's call makes
+    # fail), by the real path of the file: shown in that file, as ``check`` reports them.
+    elsewhere: dict[str, list[Shown]] = field(default_factory=dict)
+    error: Optional[str] = None  # why it could not be linted (a configuration error)
+
+
+@dataclass
+class Document:
+    uri: str
+    path: str  # its file; the URI itself for a document that is not a file (untitled:)
+    generation: int = 0  # counts opens, changes and saves: older results are stale
+    pending: Optional[asyncio.Task] = None
+    linted: Optional[Linted] = None
+
+
+@dataclass
+class Published:
+    """What a URI's diagnostics were last made of: code actions are made from it."""
+
+    version: Optional[int]
+    shown: list[Shown]
+
+
+class Settings:
+    """The plan ``check`` would make for a file: from the nearest configuration at or
+    above its directory, with ``check``'s options. Cached per configuration file, its
+    modification time and size: an edited ``pyproject.toml`` applies from the next lint."""
+
+    def __init__(self, options: dict) -> None:
+        self.options = options
+        self._plans: dict[tuple, tuple[tuple, tuple[cli.Plan, FileFinder]]] = {}
+
+    def plan(self, path: Optional[str], cwd: Path) -> tuple[cli.Plan, FileFinder]:
+        """Raises ``click.ClickException`` for a configuration ``check`` would refuse."""
+        named, isolated = self.options["config_path"], self.options["isolated"]
+        found = None
+        if not isolated:
+            found = Path(named).absolute() if named else configuration.find_pyproject(
+                Path(path).parent if path else cwd)
+        key, stamp = (str(found), str(cwd)), _stamp(found)
+        if key not in self._plans or self._plans[key][0] != stamp:
+            config = cli.load_config(str(found) if found else None, isolated,
+                                     warn=lambda text: logger.warning("%s", text))
+            self._plans[key] = (stamp, cli.make_plan(self.options, config, cwd))
+        return self._plans[key][1]
+
+
+def _real(path: str) -> str:
+    """A file's identity: the same file named through links or ``..`` is one."""
+    return os.path.realpath(path)
+
+
+def _stamp(path: Optional[Path]) -> Optional[tuple[int, int]]:
+    try:
+        status = path.stat() if path else None
+    except OSError:
+        return None
+    return (status.st_mtime_ns, status.st_size) if status else None
+
+
+class GradguardServer(LanguageServer):
+    def __init__(self, debounce: float = DEBOUNCE, options: Optional[dict] = None) -> None:
+        # Full sync: the client sends the whole text. pygls applies incremental changes by
+        # str.splitlines(), which also breaks lines at form feeds and other characters the
+        # client and Python do not break at.
+        super().__init__("gradguard", __version__,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.debounce = debounce
+        self.settings = Settings(options if options is not None else cli.check_options())
+        self.documents: dict[str, Document] = {}
+        self.published: dict[str, Published] = {}
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-lint")
+        self.reported: set[str] = set()  # configuration errors already shown
+
+    # ----------------------------------------------------------------- scheduling
+    def changed(self, uri: str, delay: float) -> None:
+        """The document was opened, changed or saved: lint it after ``delay`` seconds
+        unless it changes again first."""
+        document = self.documents.get(uri)
+        if document is None:
+            path = to_fs_path(uri) if uri.startswith("file:") else None
+            document = self.documents[uri] = Document(uri, path or uri)
+        document.generation += 1
+        if document.pending is not None:
+            document.pending.cancel()
+        document.pending = asyncio.ensure_future(self._lint_later(document, delay))
+
+    def saved(self, uri: str) -> None:
+        """Saved: lint the text again (the files it imports may have changed too)."""
+        if uri in self.documents:
+            self.changed(uri, 0)
+
+    def closed(self, uri: str) -> None:
+        document = self.documents.pop(uri, None)
+        if document is None:
+            return
+        document.generation += 1  # whatever is running for it is stale
+        if document.pending is not None:
+            document.pending.cancel()
+        self.publish(uri)
+        for path in sorted(document.linted.elsewhere if document.linted else ()):
+            self.publish(self.uri_of(path))
+
+    async def _lint_later(self, document: Document, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        generation = document.generation
+        text_document = self.workspace.get_text_document(document.uri)
+        text, version = text_document.source, text_document.version
+        loop = asyncio.get_running_loop()
+
+        def deliver(linted: Linted) -> None:  # on the event loop
+            if self.documents.get(document.uri) is not document \
+                    or document.generation != generation:
+                return  # the document changed (or closed) while it was linted: stale
+            if linted.error is not None:
+                self.report_once(linted.error)
+            before = document.linted.elsewhere if document.linted else {}
+            document.linted = linted
+            self.publish(document.uri)
+            for path in sorted({*before, *linted.elsewhere}):
+                self.publish(self.uri_of(path))
+
+        def work() -> None:  # in the worker thread
+            if document.generation != generation:
+                return  # changed while it waited behind another lint: do not start
+            with checker.collection_held():
+                linted = self.lint(document, text, version)
+                handed = asyncio.run_coroutine_threadsafe(_call(deliver, linted), loop)
+                try:  # publish before collecting: a collection holds the interpreter
+                    handed.result(_PUBLISH_WAIT)
+                except (FutureTimeout, RuntimeError):  # a loop that closes at exit
+                    pass
+
+        try:
+            self.worker.submit(work)
+        except RuntimeError:  # a change after shutdown: nothing is linted any more
+            pass
+
+    def publish(self, uri: str) -> None:
+        """Send the diagnostics of ``uri``: its own findings when it is open, and those
+        the open documents that import it find in it."""
+        document = self.documents.get(uri)
+        linted = document.linted if document else None
+        shown = list(linted.own) if linted else []
+        places = {(finding.line, finding.col, finding.code) for finding, _, _ in shown}
+        path = _real(document.path if document else to_fs_path(uri) or uri)
+        for other in self.documents.values():
+            if other is document or other.linted is None:
+                continue
+            for item in other.linted.elsewhere.get(path, ()):
+                place = (item[0].line, item[0].col, item[0].code)
+                if place not in places:  # files that import it find the same: once
+                    places.add(place)
+                    shown.append(item)
+        version = linted.version if linted else None
+        if shown or document is not None:
+            self.published[uri] = Published(version, shown)
+        else:
+            self.published.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=[diag for _, diag, _ in shown]))
+
+    # ----------------------------------------------------------------- linting
+    def lint(self, document: Document, text: str, version: Optional[int]) -> Linted:
+        """Lint ``text`` as the document's file would be by ``check`` from its workspace
+        folder (in the worker thread)."""
+        started = time.perf_counter()
+        path = document.path
+        on_disk = path != document.uri
+        cwd = self.folder_of(path) if on_disk else Path.cwd()
+        try:
+            plan, finder = self.settings.plan(path if on_disk else None, cwd)
+        except click.ClickException as error:
+            return Linted(version, [], error=error.format_message())
+        if on_disk and not finder.reached(path, str(cwd)):
+            return Linted(version, [])
+        outcome = cli.lint_source(path, text, plan)
+        lines = source_lines(text)
+        units = self.workspace.position_codec.client_num_units
+        linted = Linted(version, [])
+        others: dict[str, list[Finding]] = {}
+        for finding in cli.one_per_place(outcome.findings):
+            if finding.path == path:
+                linted.own.append((finding, diagnostic(finding, lines, units), lines))
+            else:  # reported relative to this process's directory, as check does
+                others.setdefault(_real(finding.path), []).append(finding)
+        for elsewhere, findings in others.items():
+            disk = cli.read_lines(elsewhere)  # the text the finding was placed in
+            linted.elsewhere[elsewhere] = [(f, diagnostic(f, disk, units), disk)
+                                           for f in findings]
+        logger.info("linted %s (version %s) in %.0f ms: %d findings", path, version,
+                    1000 * (time.perf_counter() - started), len(outcome.findings))
+        return linted
+
+    def uri_of(self, path: str) -> str:
+        """The URI of the file at the real ``path``: the client's, when it is open."""
+        for document in self.documents.values():
+            if _real(document.path) == path:
+                return document.uri
+        return from_fs_path(path) or Path(path).as_uri()
+
+    def folder_of(self, path: str) -> Path:
+        """The workspace folder holding ``path`` (the innermost), else the current
+        directory: where ``check`` would have been run."""
+        # list(): one step, while the event loop may add or remove a folder
+        folders = [to_fs_path(folder.uri) for folder in list(self.workspace.folders.values())]
+        if self.workspace.root_path:
+            folders.append(self.workspace.root_path)
+        holding = [Path(folder) for folder in folders
+                   if folder and Path(path).is_relative_to(folder)]
+        return max(holding, key=lambda folder: len(folder.parts)) if holding else Path.cwd()
+
+    def report_once(self, message: str) -> None:
+        logger.error("%s", message)
+        if message not in self.reported:
+            self.reported.add(message)
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"gradguard: {message}"))
+
+    # ----------------------------------------------------------------- code actions
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        published = self.published.get(uri)
+        if published is None:
+            return []
+        if uri in self.documents and \
+                published.version != self.workspace.get_text_document(uri).version:
+            return []  # the text changed since: the findings' places are out of date
+        units = self.workspace.position_codec.client_num_units
+        only = params.context.only
+        actions: list[types.CodeAction] = []
+        if _wanted(types.CodeActionKind.QuickFix, only):
+            noqa_done: set[tuple[int, str]] = set()
+            for finding, diag, lines in published.shown:
+                if not _overlap(diag.range, params.range):
+                    continue
+                if finding.fix is not None and finding.fix.edits:
+                    title = finding.fix.message + ("" if finding.fix.safe else " (unsafe)")
+                    actions.append(types.CodeAction(
+                        title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                        is_preferred=finding.fix.safe,
+                        edit=self._edit(uri, published.version,
+                                        fix_edits(finding.fix, lines, units))))
+                if (finding.line, finding.code) not in noqa_done:
+                    noqa_done.add((finding.line, finding.code))
+                    edit = noqa_edit(lines, finding.line, finding.code, units)
+                    if edit is not None:
+                        actions.append(types.CodeAction(
+                            title=f"Add `# noqa: {finding.code}`",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                            edit=self._edit(uri, published.version, [edit])))
+        if _wanted(FIX_ALL, only):
+            safe = {id(finding.fix): lines for finding, _, lines in published.shown
+                    if finding.fix is not None and finding.fix.safe and finding.fix.edits}
+            fixes = select_fixes(finding.fix for finding, _, _ in published.shown
+                                     if id(finding.fix) in safe)
+            if fixes:
+                edits = [edit for fix in fixes for edit in fix_edits(fix, safe[id(fix)], units)]
+                actions.append(types.CodeAction(
+                    title="gradguard: fix all safely fixable problems", kind=FIX_ALL,
+                    edit=self._edit(uri, published.version, edits)))
+        return actions
+
+    def _edit(self, uri: str, version: Optional[int], edits: list[types.TextEdit]
+              ) -> types.WorkspaceEdit:
+        """Versioned where the client accepts it: an edit of an older text is refused."""
+        capabilities = self.client_capabilities.workspace
+        versioned = bool(capabilities and capabilities.workspace_edit
+                         and capabilities.workspace_edit.document_changes)
+        if versioned:
+            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+            return types.WorkspaceEdit(document_changes=[
+                types.TextDocumentEdit(text_document=identifier, edits=edits)])
+        return types.WorkspaceEdit(changes={uri: edits})
+
+    def shutdown_worker(self) -> None:
+        for document in self.documents.values():
+            document.generation += 1
+            if document.pending is not None:
+                document.pending.cancel()
+        self.worker.shutdown(wait=False, cancel_futures=True)
+
+
+async def _call(function, *args):
+    function(*args)
+
+
+def create_server(debounce: float = DEBOUNCE, options: Optional[dict] = None
+                  ) -> GradguardServer:
+    server = GradguardServer(debounce, options)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        server.changed(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        server.changed(params.text_document.uri, server.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: types.DidSaveTextDocumentParams) -> None:
+        server.saved(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        server.closed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
+    def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
+        return server.code_actions(params)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(params: None) -> None:
+        server.shutdown_worker()
+
+    return server
+
+
+def serve(debounce: float = DEBOUNCE) -> None:
+    """Speak LSP on standard input and output until the client says exit."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol stream
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="gradguard server: %(levelname)s: %(message)s")
+    create_server(debounce).start_io(stdin, stdout)
