@@ -52,6 +52,7 @@ from gradguard.engine.common import NEUTRAL_DECORATORS
 from gradguard.facts import Tri
 from gradguard.files import read_file
 from gradguard.knowledge import TORCH
+from gradguard.project import note_read
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -187,6 +188,7 @@ class Callers:
         return tree
 
     def _table(self, file: str, off_only: bool) -> Optional[_Table]:
+        note_read(file)
         try:
             stat = os.stat(file)
         except OSError:

@@ -12,10 +12,11 @@ cannot be written, internal error.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -23,7 +24,9 @@ from typing import Callable, Optional, Sequence
 import click
 
 from gradguard import __version__, fixes, progress, report, ruledoc, selection
+from gradguard import cache as cache_module
 from gradguard import config as configuration
+from gradguard.cache import Cache
 from gradguard.checker import check_source
 from gradguard.files import (
     DEFAULT_EXCLUDE,
@@ -68,6 +71,11 @@ class Plan:
     debug: bool = False
     disable_noqa: bool = False
     keep_lines: bool = False
+
+    def fingerprint(self) -> bytes:
+        """What of the plan decides a file's findings (for the cache's key): everything
+        but how they are shown."""
+        return pickle.dumps(replace(self, keep_lines=False))
 
 
 @dataclass
@@ -121,41 +129,137 @@ def read_lines(path: str) -> list[str]:
         return []
 
 
-def lint_path(path: str, plan: Plan) -> Outcome:
-    """Read and lint one file; a file that cannot be read gives ``Outcome.error``."""
+def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
+    """Read and lint one file; a file that cannot be read gives ``Outcome.error``. With
+    a ``cache``, a result stored for these bytes is used, and a new one stored."""
     try:
         source = read_file(path)
     except OSError as error:
         return Outcome(path, [], error=f"{path}: {error.strerror or error}")
-    return lint_source(path, source, plan)
+    if cache is None:
+        return lint_source(path, source, plan)
+    key = cache.key(path, source)
+    stored = _stored(path, source, plan, cache, key)
+    if stored is not None:
+        return stored
+    from gradguard.project import recording_reads  # noqa: PLC0415 - only when linting
+
+    with recording_reads() as reads:
+        outcome = lint_source(path, source, plan)
+    if not any(f.code == INTERNAL_ERROR for f in outcome.findings):  # a bug: not kept
+        cache.put(key, outcome.findings, reads)
+    return outcome
 
 
-def lint_all(paths: Sequence[str], plan: Plan, jobs: int,
-             bar: Optional[progress.Progress] = None) -> list[Outcome]:
-    """Lint files in order, in ``jobs`` processes when more than one; same results.
-    ``bar`` advances as files are done, in whatever order the processes finish them."""
-    if jobs == 1 or len(paths) < 2:
-        outcomes = []
-        for path in paths:
-            outcomes.append(lint_path(path, plan))
+def cached_outcome(path: str, plan: Plan, cache: Cache) -> Optional[Outcome]:
+    """The result ``cache`` holds for the file at ``path`` as it is now; None if none."""
+    try:
+        source = read_file(path)
+    except OSError:
+        return None
+    return _stored(path, source, plan, cache, cache.key(path, source))
+
+
+def _stored(path: str, source: bytes, plan: Plan, cache: Cache, key: str) -> Optional[Outcome]:
+    findings = cache.get(key)
+    if findings is None:
+        return None
+    keep = plan.keep_lines and any(f.path == path for f in findings)
+    return Outcome(path, findings, source_lines(source) if keep else None)
+
+
+SMALL_RUN_FILES = 8  # fewer files than this are linted in this process: no pool to start
+SMALL_RUN_BYTES = 256 * 1024  # ... and so are files this small in all
+
+
+def lint_all(paths: Sequence[str], plan: Plan, jobs: Optional[int],
+             bar: Optional[progress.Progress] = None,
+             cache: Optional[Cache] = None) -> list[Outcome]:
+    """Lint files in ``jobs`` processes (None: as many as this process may use, but a
+    small run stays in this process; 0: as many as it may use); same results, in the
+    order of ``paths``. ``bar`` advances as files are done, in whatever order the
+    processes finish them.
+
+    Files go to the processes in chunks of neighbours (files of one directory import
+    the same modules, which a process analyses once), the largest chunks first, so that
+    one big file does not finish last. The results ``cache`` holds are taken here first:
+    only the other files go to the processes (which store theirs)."""
+    results: dict[str, Outcome] = {}
+    for path in paths if cache is not None else ():
+        stored = cached_outcome(path, plan, cache)
+        if stored is not None:
+            results[path] = stored
             if bar:
                 bar.advance()
-        return outcomes
-    workers = jobs or getattr(os, "process_cpu_count", os.cpu_count)() or 1
-    size = max(1, min(8, len(paths) // (workers * 4)))  # few round trips, every worker busy
-    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+    todo = [path for path in paths if path not in results]
+    workers = usable_cpus() if not jobs else jobs
+    if jobs is None and _small(todo):
+        workers = 1
+    if workers == 1 or len(todo) < 2:
+        for path in todo:
+            results[path] = lint_path(path, plan, cache)
+            if bar:
+                bar.advance()
+        return [results[path] for path in paths]
+    size = max(1, min(8, len(todo) // (workers * 4)))  # few round trips, every worker busy
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    weights = [sum(_size(path) for path in chunk) for chunk in chunks]
+    order = sorted(range(len(chunks)), key=lambda i: -weights[i])
     done: list[list[Outcome]] = [[] for _ in chunks]
-    with ProcessPoolExecutor(max_workers=jobs or None) as pool:
-        futures = {pool.submit(_lint_chunk, chunk, plan): i for i, chunk in enumerate(chunks)}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_lint_chunk, chunks[i], plan, cache): i for i in order}
         for future in as_completed(futures):
             done[futures[future]] = future.result()
             if bar:
                 bar.advance(len(done[futures[future]]))
-    return [outcome for chunk in done for outcome in chunk]
+    results.update((outcome.path, outcome) for chunk in done for outcome in chunk)
+    return [results[path] for path in paths]
 
 
-def _lint_chunk(paths: Sequence[str], plan: Plan) -> list[Outcome]:
-    return [lint_path(path, plan) for path in paths]
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity), capped by a cgroup's CPU quota
+    (a container given 2 CPUs of a 64-CPU host)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, min(cpus, quota) if quota else cpus)
+
+
+def _cgroup_quota(root: str = "/sys/fs/cgroup") -> Optional[int]:
+    """The CPU quota of this process's cgroup (v2 ``cpu.max``, else v1
+    ``cpu.cfs_quota_us``/``cpu.cfs_period_us``), rounded up; None: no quota, or unknown."""
+    for quota_file, period_file in (("cpu.max", None),
+                                    ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:
+            with open(os.path.join(root, quota_file)) as handle:
+                fields = handle.read().split()
+            if period_file is not None:
+                with open(os.path.join(root, period_file)) as handle:
+                    fields = [fields[0], handle.read().strip()]
+            quota, period = fields[0], int(fields[1])
+            if quota in ("max", "-1"):
+                return None
+            return max(1, -(-int(quota) // period))
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def _small(paths: Sequence[str]) -> bool:
+    return len(paths) < SMALL_RUN_FILES or sum(map(_size, paths)) < SMALL_RUN_BYTES
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _lint_chunk(paths: Sequence[str], plan: Plan, cache: Optional[Cache]) -> list[Outcome]:
+    return [lint_path(path, plan, cache) for path in paths]
 
 
 # --- Settings ---------------------------------------------------------------------------
@@ -291,9 +395,15 @@ def verify_options(command):
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="Read settings from this file instead of the nearest pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Processes to lint with (0: one per CPU).")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
+              help="Processes to lint with (default: one per usable CPU, but a run of a "
+                   "few small files stays in one process; 0: one per usable CPU).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.option("--no-cache", is_flag=True, envvar="GRADGUARD_NO_CACHE",
+              help="Neither read nor write the cache (also: GRADGUARD_NO_CACHE=1).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar=cache_module.ENVIRONMENT,
+              help="Where the cache is (default: .gradguard_cache beside the configuration "
+                   "file, else in the current directory).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes, and report what is left.")
 @click.option("--unsafe-fixes", is_flag=True,
               help="With --fix or --diff, apply the unsafe fixes too (they may change what "
@@ -324,12 +434,16 @@ def check(paths: tuple[str, ...], **options) -> None:
 
 def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
-    plan, finder = make_plan(options, load_config(options["config_path"], options["isolated"]))
+    config = load_config(options["config_path"], options["isolated"])
+    plan, finder = make_plan(options, config)
     found = finder.discover(path for path in paths if path != STDIN)
+    cache = None if options["no_cache"] else cache_module.Cache.open(
+        Path(options["cache_dir"]) if options["cache_dir"]
+        else cache_module.default_directory(config.root), plan.fingerprint())
     bar = (progress.Progress(len(found.files), sys.stderr)
            if progress.wanted(sys.stderr, options["quiet"]) else None)
     try:
-        outcomes = lint_all(found.files, plan, options["jobs"], bar)
+        outcomes = lint_all(found.files, plan, options["jobs"], bar, cache)
     finally:
         if bar:
             bar.close()  # before anything else is printed
@@ -538,6 +652,20 @@ def server(debounce: float) -> None:
         raise Fatal(f"the language server needs pygls: pip install 'gradguard[lsp]' "
                     f"({error})") from None
     serve(debounce)
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar=cache_module.ENVIRONMENT,
+              help="The cache to remove (default: the one `check` would use here).")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="The configuration whose directory holds the cache.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+def clean(cache_dir: Optional[str], config_path: Optional[str], isolated: bool) -> None:
+    """Remove the cache of lint results."""
+    directory = Path(cache_dir) if cache_dir else cache_module.default_directory(
+        load_config(config_path, isolated).root)
+    removed = cache_module.clean(directory)
+    click.echo(f"gradguard: {'removed' if removed else 'no cache at'} {directory}", err=True)
 
 
 @main.command("rules")

@@ -38,14 +38,15 @@ def read_file(path: str | os.PathLike) -> bytes:
 
 
 def write_atomically(path: str | os.PathLike, data: str | bytes,
-                     expected: Optional[bytes] = None) -> None:
+                     expected: Optional[bytes] = None, sync: bool = True) -> None:
     """Write ``data`` (text as UTF-8) to the file at ``path`` so that a reader sees the
     old file or the whole new one, never a part: a temporary file beside it, synced, then
     renamed over it. Missing parent directories are made. A link is written through (the
     file it leads to is replaced); a file keeps its permissions, a new one gets 0666 less
     the umask. Something that is not a regular file (``/dev/stdout``, a FIFO) is written
     as it is, since it cannot be replaced. With ``expected`` (the bytes a fix was made
-    from), a file that no longer holds them is left alone: ``FileChangedError``."""
+    from), a file that no longer holds them is left alone: ``FileChangedError``. Without
+    ``sync`` the data is not forced to the disk before the rename (a cache's entries)."""
     if isinstance(data, str):
         data = data.encode("utf-8", errors="backslashreplace")
     target = os.path.realpath(path)
@@ -65,8 +66,9 @@ def write_atomically(path: str | os.PathLike, data: str | bytes,
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+            if sync:
+                out.flush()
+                os.fsync(out.fileno())
         os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
         _check_unchanged(target, expected)  # the last moment a change can be noticed
         os.replace(temporary, target)

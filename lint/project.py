@@ -18,11 +18,12 @@ unknowns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -37,6 +38,30 @@ MAX_SCOPES = 256  # analysed modules kept (each holds its tree), the least recen
 INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
+# ----------------------------------------------------------------------------- reads
+_RECORDINGS: list[set] = []
+
+
+def note_read(path) -> None:
+    """A result being computed depends on the content of the project file at ``path``
+    (an imported module analysed or reused, a module screened, a caller's file parsed):
+    every recording open now holds it."""
+    for paths in _RECORDINGS:
+        paths.add(str(path))
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[set]:
+    """The paths ``note_read`` hears of while the block runs (what a cached result must
+    be checked against)."""
+    paths: set = set()
+    _RECORDINGS.append(paths)
+    try:
+        yield paths
+    finally:
+        _RECORDINGS.remove(paths)
+
+
 @dataclass(eq=False)
 class ModuleScope:
     """A module the engine analysed: its tree, path and final module-level bindings."""
@@ -48,6 +73,7 @@ class ModuleScope:
     imports: list = field(default_factory=list)  # the project modules it imports
     text: Optional[str] = None  # the source it was parsed from
     _positions: Optional[Positions] = None
+    reads: frozenset = frozenset()  # the project files its analysis read (see note_read)
 
     @property
     def positions(self) -> Positions:
@@ -117,6 +143,7 @@ class Project:
         """Whether importing ``name`` from the module at ``path`` can tell the engine
         anything: a first look with Python's own parser, far cheaper than analysing it
         (a function that writes nothing, builds nothing and steps nothing does not)."""
+        note_read(path)
         try:
             stat = path.stat()
             key = (str(path), stat.st_mtime_ns, stat.st_size)
@@ -155,14 +182,21 @@ class Project:
         key = _key_of(path)
         if key is None:
             return None
+        note_read(path)
         if key in self._scopes:
             self._scopes.move_to_end(key)
-            return self._scopes[key]
+            scope = self._scopes[key]
+            for read in scope.reads if scope is not None else ():
+                note_read(read)
+            return scope
         if str(path) in self._analysing or len(self._analysing) >= MAX_IMPORT_DEPTH:
             return None
         self._analysing.append(str(path))
         try:
-            scope = self._analyse(path)
+            with recording_reads() as reads:
+                scope = self._analyse(path)
+            if scope is not None:
+                scope.reads = frozenset(reads)
         finally:
             self._analysing.pop()
         self._store(key, scope)

@@ -1,5 +1,6 @@
 """Make the helper modules in tests/ (oracle.py) importable whatever pytest's import mode."""
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -12,6 +13,10 @@ if _TESTS not in sys.path:
 
 
 def pytest_configure(config):
+    # The command line's cache is off in tests (and in the processes they start): a test
+    # that changes the engine (a monkeypatch) must not be answered by a stored result.
+    # tests/test_cache.py turns it on where it is the subject.
+    os.environ["GRADGUARD_NO_CACHE"] = "1"
     # torch warns at import when numpy is absent (an install without the test extra); harmless.
     config.addinivalue_line("filterwarnings", "ignore:Failed to initialize NumPy:UserWarning")
 

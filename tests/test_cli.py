@@ -697,6 +697,42 @@ def test_debug_is_passed_to_check_source(project, monkeypatch):
     assert seen == [False, True]
 
 
+@pytest.mark.parametrize("files, text, quota", [
+    ({"cpu.max": "max 100000\n"}, None, None),
+    ({"cpu.max": "150000 100000\n"}, None, 2),
+    ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, 1),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, None),
+    ({}, None, None),
+])
+def test_the_cgroup_quota_caps_the_processes(tmp_path, files, text, quota):
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(content)
+    assert cli._cgroup_quota(str(tmp_path)) == quota
+    assert 1 <= cli.usable_cpus()
+
+
+def test_a_small_run_stays_in_one_process_and_a_large_one_does_not(tmp_path, monkeypatch):
+    pools = []
+
+    class Pool(cli.ProcessPoolExecutor):
+        def __init__(self, max_workers):
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    paths = []
+    for n in range(cli.SMALL_RUN_FILES):
+        paths.append(str(tmp_path / f"f{n}.py"))
+        Path(paths[-1]).write_text("import torch\n" + "x = 1\n" * 6000)
+    assert [o.path for o in cli.lint_all(paths[:3], plan, None)] == paths[:3] and pools == []
+    assert [o.path for o in cli.lint_all(paths, plan, None)] == paths and pools == [2]
+    cli.lint_all(paths[:3], plan, 2)  # asked for: a pool even for a small run
+    assert pools == [2, 2]
+
+
 def test_jobs_give_the_same_output(project):
     for i in range(12):
         project(f"m{i:02}.py", SYNTAX_ERROR if i % 3 else "x = 1\n")
