@@ -15,8 +15,9 @@ an import would now resolve to, a new caller in a file the callers' index passed
 ``gradguard clean`` or ``--no-cache`` answers those.
 
 Entries are JSON, written to a temporary file and renamed (not synced: a lost entry is
-only a file to lint again): concurrent runs never see a part of one. An entry that cannot be read, is not JSON, or is for another key is
-ignored, and rewritten by the run that lints the file.
+only a file to lint again): concurrent runs never see a part of one. An entry that
+cannot be read, is not JSON, or is for another key is ignored, and rewritten by the run
+that lints the file.
 """
 
 from __future__ import annotations
