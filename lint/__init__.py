@@ -1,7 +1,16 @@
 """gradguard: find the in-place operations and ``.data`` writes that break autograd."""
 
-from gradguard.checker import check_source
 from gradguard.findings import Finding
 
 __all__ = ["Finding", "check_source"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``check_source`` is loaded when it is first used: the command line answers a
+    cached run without loading libcst and the engine."""
+    if name == "check_source":
+        from gradguard.checker import check_source  # noqa: PLC0415
+
+        return check_source
+    raise AttributeError(f"module 'gradguard' has no attribute {name!r}")

@@ -7,12 +7,10 @@ raised) so that one bad file never stops the others.
 from __future__ import annotations
 
 import ast
-import io
 import re
 import gc
 import sys
 import threading
-import tokenize
 import traceback
 from typing import Iterable, Optional, Sequence
 
@@ -20,7 +18,7 @@ import libcst as cst
 
 from gradguard.engine import analyze
 from gradguard.citations import render
-from gradguard.files import display_path
+from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import PROJECT, on_disk
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
@@ -30,12 +28,6 @@ from gradguard.rules import ALL_RULES, Rule
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
 _RECURSION_LIMIT = 30_000
 _STACK_BYTES = 512 * 1024 * 1024
-
-
-def decode(source: bytes) -> str:
-    """Decode as Python does: BOM, coding cookie, else UTF-8. Raises on failure."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    return source.decode(encoding)
 
 
 def check_source(

@@ -11,8 +11,8 @@ cannot be written, internal error.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import pickle
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,11 +23,10 @@ from typing import Callable, Optional, Sequence
 
 import click
 
-from gradguard import __version__, fixes, progress, report, ruledoc, selection
+from gradguard import __version__, progress, report, ruledoc, selection
 from gradguard import cache as cache_module
 from gradguard import config as configuration
 from gradguard.cache import Cache
-from gradguard.checker import check_source
 from gradguard.files import (
     DEFAULT_EXCLUDE,
     STDIN,
@@ -74,8 +73,25 @@ class Plan:
 
     def fingerprint(self) -> bytes:
         """What of the plan decides a file's findings (for the cache's key): everything
-        but how they are shown."""
-        return pickle.dumps(replace(self, keep_lines=False))
+        but how they are shown, in a form that is the same in every process (sets
+        sorted, rules by name: a set's order changes with Python's hash seed)."""
+        return repr(_canonical(replace(self, keep_lines=False))).encode()
+
+
+def _canonical(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__,
+                tuple((f.name, _canonical(getattr(value, f.name)))
+                      for f in dataclasses.fields(value)))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(repr(_canonical(item)) for item in value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((repr(key), _canonical(item)) for key, item in value.items()))
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    return value
 
 
 @dataclass
@@ -91,6 +107,8 @@ class Outcome:
 def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
     """Lint one file's bytes (or text, as an editor holds it); apply selection,
     per-file-ignores and ``noqa``."""
+    from gradguard.checker import check_source  # noqa: PLC0415 - libcst: not for a cached run
+
     try:
         findings = []
         lines = []
@@ -488,6 +506,8 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
     """``--fix`` and ``--diff``: fix each file with applicable fixes, then report the
     findings left (``--fix``) or the diff (``--diff``). Standard input's fixed source
     goes to standard output, its findings to standard error."""
+    from gradguard import fixes  # noqa: PLC0415 - libcst: only when fixing
+
     unsafe = options["unsafe_fixes"]
     left, fixed, diffs, fixed_stdin = [], {}, [], None
     for outcome in outcomes:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional
-
-import libcst as cst
+from typing import TYPE_CHECKING, Optional
 
 from gradguard.facts import TensorFacts, Tri
+
+if TYPE_CHECKING:  # nodes are only carried: rules load without libcst (a cached run)
+    import libcst as cst
 
 
 class IndexKind(enum.Enum):

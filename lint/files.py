@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import io
 import os
 import re
 import stat
 import tempfile
+import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -23,6 +25,12 @@ DEFAULT_EXCLUDE = (
 )
 STDIN = "-"
 _SPLIT = re.compile(r"\s*,\s*")
+
+
+def decode(source: bytes) -> str:
+    """Decode as Python does: BOM, coding cookie, else UTF-8. Raises on failure."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding)
 
 
 def read_file(path: str | os.PathLike) -> bytes:

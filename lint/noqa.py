@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional, Sequence
 
-from gradguard.checker import decode
+from gradguard.files import decode
 from gradguard.findings import Finding
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)

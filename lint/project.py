@@ -27,7 +27,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from gradguard.files import read_file
+from gradguard.files import decode, read_file
 from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
 
@@ -243,7 +243,6 @@ def _key_of(path: Path) -> Optional[tuple]:
 
 
 def decode_source(source: bytes) -> str:
-    from gradguard.checker import decode  # noqa: PLC0415 - the checker imports the engine
 
     return decode(source)
 

@@ -6,9 +6,7 @@ needs and calls ``report`` with a node and a message. It never walks the tree it
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Optional
-
-import libcst as cst
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional
 
 from gradguard.events import (
     AliasWriteRead,
@@ -20,10 +18,14 @@ from gradguard.events import (
     NonLeafGradRead,
     SavedTensorMutated,
 )
-from gradguard.fixes import Rewrite
 
-Report = Callable[[cst.CSTNode, str, str, Optional[Rewrite]], None]
-LineOf = Callable[[cst.CSTNode], int]
+if TYPE_CHECKING:  # a rule module loads without libcst: a run answered by the cache
+    import libcst as cst  # never needs it
+
+    from gradguard.fixes import Rewrite
+
+Report = Callable[["cst.CSTNode", str, str, Optional["Rewrite"]], None]
+LineOf = Callable[["cst.CSTNode"], int]
 FIXABILITY = ("never", "sometimes", "always")  # the values of ``Rule.fixable``
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gradguard.events import IndexKind, InplaceWrite
-from gradguard.fixes import NO_GRAD_FIX, NoGradWrap
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
 
@@ -67,6 +66,8 @@ class LeafInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
+        from gradguard import fixes  # libcst, loaded only where a file is linted
+
         if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:
             return
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):
@@ -77,5 +78,5 @@ class LeafInplace(Rule):
             f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "
             f"requires grad{where}{self.reached(event)}; do it under "
             "`with torch.no_grad():` or use an out-of-place op",
-            NoGradWrap(event.node, NO_GRAD_FIX),
+            fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gradguard.events import IndexKind, InplaceWrite
-from gradguard.fixes import NO_GRAD_FIX, NoGradWrap
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
 
@@ -51,6 +50,8 @@ class LeafViewInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
+        from gradguard import fixes  # libcst, loaded only where a file is linted
+
         if event.grad_enabled is not Tri.YES:
             return
         target, root = event.target, event.root
@@ -62,7 +63,7 @@ class LeafViewInplace(Rule):
                 f"{self.where(target.grad_origin)}{self.reached(event)}; do it under "
                 "`with torch.no_grad():` "
                 "or use an out-of-place op",
-                NoGradWrap(event.node, NO_GRAD_FIX),
+                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
             )
             return
         if (
@@ -79,5 +80,5 @@ class LeafViewInplace(Rule):
                 f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
                 f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
                 "do it under `with torch.no_grad():` or use an out-of-place op",
-                NoGradWrap(event.node, NO_GRAD_FIX),
+                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
             )

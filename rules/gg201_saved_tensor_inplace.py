@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-import libcst as cst
+from typing import TYPE_CHECKING, Optional
 
 from gradguard.events import SavedTensorMutated
-from gradguard.fixes import InplaceOff, Rebind, Rewrite
 from gradguard.rules.base import Rule, quote
+
+if TYPE_CHECKING:
+    from gradguard.fixes import Rewrite
 
 
 class SavedTensorInplace(Rule):
@@ -88,11 +88,13 @@ class SavedTensorInplace(Rule):
         )
 
     @staticmethod
-    def _fix(mutation) -> Optional[Rewrite]:
+    def _fix(mutation) -> Optional["Rewrite"]:
+        from gradguard.fixes import InplaceOff, Rebind  # libcst: only where a file is linted
+
         if mutation.flag is not None:
             return InplaceOff(*mutation.flag, mutation.node,
                               "Make the op out of place: `inplace=False`")
-        if isinstance(mutation.node, cst.AugAssign) and not mutation.aliased:
+        if not mutation.aliased:  # an augmented assignment (Rebind checks)
             return Rebind(mutation.node, "Rebind the name to a new tensor instead of writing "
                                          "the saved one")
         return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gradguard.events import InplaceWrite
-from gradguard.fixes import NoGradWrap
 from gradguard.rules.base import Rule, quote
 
 
@@ -64,6 +63,8 @@ class DataWrite(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
+        from gradguard import fixes  # libcst, loaded only where a file is linted
+
         if not event.through_data or event.hits_saved:
             return
         text = event.target_text
@@ -74,7 +75,7 @@ class DataWrite(Rule):
                 f"assignment to {quote(text + '.data')} bypasses autograd's checks; use "
                 f"`with torch.no_grad(): {text}.copy_(...)` if the value has its shape, dtype "
                 f"and device, else rebind {quote(text)} (as a new `nn.Parameter` if it is one)",
-                NoGradWrap(event.node, f"Copy into `{text}` under `torch.no_grad()`",
+                fixes.NoGradWrap(event.node, f"Copy into `{text}` under `torch.no_grad()`",
                            strip_data=True),
             )
             return
@@ -84,6 +85,6 @@ class DataWrite(Rule):
             event.node,
             f"in-place {event.operation} through `.data` on {quote(text)} bypasses autograd's "
             f"checks; write to {fix}",
-            NoGradWrap(event.node, "Write under `torch.no_grad()` instead of through `.data`",
+            fixes.NoGradWrap(event.node, "Write under `torch.no_grad()` instead of through `.data`",
                        strip_data=True),
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gradguard.events import LegacyVariable
 from gradguard.facts import Tri
-from gradguard.fixes import Unwrap
 from gradguard.rules.base import Rule
 
 
@@ -44,8 +43,9 @@ class LegacyVariableRule(Rule):
 
     ## Fix safety
     ``--fix`` turns ``Variable(t)`` (with or without ``volatile=``) into ``t``: safe when
-    ``t`` is known not to require grad (inputs, targets), unsafe otherwise: when it does, ``t.detach()`` keeps today's behaviour and ``t`` lets gradients through (which
-    is usually what the pre-0.4 code meant). Replacing ``volatile=True`` with
+    ``t`` is known not to require grad (inputs, targets), unsafe otherwise: when it does,
+    ``t.detach()`` keeps today's behaviour and ``t`` lets gradients through (which is
+    usually what the pre-0.4 code meant). Replacing ``volatile=True`` with
     ``torch.no_grad()`` needs the block to cover the inference code.
     """
 
@@ -56,6 +56,8 @@ class LegacyVariableRule(Rule):
     default_enabled = False
 
     def on_legacy_variable(self, event: LegacyVariable) -> None:
+        from gradguard import fixes  # libcst, loaded only where a file is linted
+
         if event.volatile:
             message = "`volatile=` has had no effect since PyTorch 0.4: gradients are still " \
                       "recorded; use `with torch.no_grad():`"
@@ -63,5 +65,5 @@ class LegacyVariableRule(Rule):
             message = "`Variable(t)` is a legacy wrapper: since PyTorch 0.4 it returns a new " \
                       "tensor sharing `t`'s storage, cut from its graph (requires_grad=False " \
                       "unless passed); use `t` itself, or `t.detach()` where cutting is meant"
-        self.report(event.node, message, Unwrap(
+        self.report(event.node, message, fixes.Unwrap(
             event.node, "Use the tensor itself", event.wrapped_requires_grad is Tri.NO))

@@ -139,3 +139,17 @@ def test_an_unwritable_cache_is_a_slower_run_not_a_failure(project):
     (root / "blocked").write_text("a file where the cache directory would be\n")
     result = gg("--cache-dir", str(root / "blocked" / "cache"))
     assert result.exit_code == 1 and "GG101" in result.stdout
+
+
+def test_the_key_is_the_same_in_every_process(project):
+    """A set's order changes with the hash seed: the plan's fingerprint must not."""
+    import subprocess
+    import sys
+
+    script = ("from gradguard import cli; plan, _ = cli.make_plan(cli.check_options("
+              "['--select', 'ALL']), cli.load_config(None, True)); "
+              "print(plan.fingerprint().hex())")
+    prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+              for seed in ("1", "2", "3")}
+    assert len(prints) == 1 and prints != {""}

@@ -660,14 +660,16 @@ def test_config_without_toml_reader_warns_and_continues(project, monkeypatch):
 def test_exception_in_check_source_is_gg003_for_that_file(project, monkeypatch):
     project("a.py")
     project("b.py", SYNTAX_ERROR)
-    real = cli.check_source
+    from gradguard import checker
+
+    real = checker.check_source
 
     def flaky(source, path, *args, **kwargs):
         if path == "a.py":
             raise RuntimeError("boom")
         return real(source, path, *args, **kwargs)
 
-    monkeypatch.setattr(cli, "check_source", flaky)
+    monkeypatch.setattr(checker, "check_source", flaky)
     result = gg("check")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == "a.py:1:1: GG003 internal error: RuntimeError: boom"
@@ -690,7 +692,7 @@ def test_internal_error_in_runner(project, monkeypatch):
 
 def test_debug_is_passed_to_check_source(project, monkeypatch):
     seen = []
-    monkeypatch.setattr(cli, "check_source", lambda s, p, r, debug: seen.append(debug) or [])
+    monkeypatch.setattr("gradguard.checker.check_source", lambda s, p, r, debug: seen.append(debug) or [])
     project("a.py")
     gg("check")
     gg("check", "--debug")
