@@ -7,6 +7,7 @@ raised) so that one bad file never stops the others.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import gc
 import sys
@@ -90,6 +91,22 @@ def collection_held() -> _Collector:
 _LAST_PARSE: list[tuple[str, cst.Module, Positions]] = []
 
 
+# The screen: a file that never says "torch" holds no finding (no name in it can resolve
+# to torch), so Python's own parser, an order of magnitude faster than libcst, decides
+# whether it is worth a diagnostic (GG001); libcst and the engine never see it. A file
+# Python refuses goes on to libcst, which words the syntax error. GRADGUARD_NO_SCREEN=1
+# turns it off (tests/test_screen.py checks the findings are the same).
+SCREEN = not os.environ.get("GRADGUARD_NO_SCREEN")
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def _check(source, path, rules, debug) -> list[Finding]:
     if isinstance(source, bytes):
         try:
@@ -98,6 +115,8 @@ def _check(source, path, rules, debug) -> list[Finding]:
             return [_decode_finding(path, source, error)]
     else:
         text = source
+    if SCREEN and "torch" not in text and _compiles(text, path):
+        return []  # no name can resolve to torch: no rule has evidence (and it parses)
     disk_path = on_disk(path)
     known = PROJECT.parsed(disk_path, text) if disk_path is not None else None
     if known is not None:  # a file linted before imported it: its tree is parsed already
