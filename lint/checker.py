@@ -88,6 +88,9 @@ def collection_held() -> _Collector:
 
 # The tree and positions of the last text parsed: an editor lints the same text again when
 # it is saved (or the configuration changes), and skips the parse and the positions pass.
+# Kept only where KEEP_LAST_PARSE is set (the language server): on the command line a
+# file's tree is freed as soon as it is done (the largest torch file's is ~0.8 GB).
+KEEP_LAST_PARSE = False
 _LAST_PARSE: list[tuple[str, cst.Module, Positions]] = []
 
 
@@ -136,7 +139,8 @@ def _check(source, path, rules, debug) -> list[Finding]:
             except (RecursionError, MemoryError, ValueError):
                 pass
         positions = Positions(module)  # shared by messages and placement: one pass at most
-        _LAST_PARSE[:] = [(text, module, positions)]
+        if KEEP_LAST_PARSE:
+            _LAST_PARSE[:] = [(text, module, positions)]
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule

@@ -452,6 +452,7 @@ async def _call(function, *args):
 
 def create_server(debounce: float = DEBOUNCE, options: Optional[dict] = None
                   ) -> GradguardServer:
+    checker.KEEP_LAST_PARSE = True  # a save lints the text of the last change again
     server = GradguardServer(debounce, options)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -299,9 +299,14 @@ def test_the_same_text_again_is_not_parsed_again(monkeypatch):
     parses = []
     parse = checker.cst.parse_module
     monkeypatch.setattr(checker.cst, "parse_module", lambda text: parses.append(1) or parse(text))
+    monkeypatch.setattr(checker, "KEEP_LAST_PARSE", True)  # as the server sets it
     text = BUGGY + "# a text no other test parses\n"
     first = checker.check_source(text, "train.py")
     assert checker.check_source(text, "train.py") == first and len(parses) == 1
     assert [f.code for f in first] == ["GG101"] and first[0].end_col == 10
     checker.check_source(CLEAN, "train.py")
     assert len(parses) == 2
+    monkeypatch.setattr(checker, "KEEP_LAST_PARSE", False)  # the command line's default
+    checker.check_source(text, "train.py")
+    checker.check_source(text, "train.py")
+    assert len(parses) == 4
