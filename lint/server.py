@@ -46,7 +46,7 @@ from gradguard.files import FileFinder
 from gradguard.findings import DECODE_ERROR, SYNTAX_ERROR, Edit, Finding, Fix
 from gradguard.fixes import select_fixes
 from gradguard.ruledoc import doc_url
-from gradguard.noqa import BLANKET, NOQA, noqa_codes, source_lines
+from gradguard.noqa import insertion, source_lines
 
 SOURCE = "gradguard"
 FIX_ALL = "source.fixAll.gradguard"
@@ -54,7 +54,6 @@ DEBOUNCE = cli.DEBOUNCE  # seconds after the last change before a document is li
 _PUBLISH_WAIT = 2.0  # seconds the worker waits for a publication before it collects
 _ERRORS = frozenset({SYNTAX_ERROR, DECODE_ERROR})  # the file is not linted: an error
 _TOKEN = re.compile(r"\w+")
-_TRAILING_SEPARATORS = ", \t"
 
 logger = logging.getLogger("gradguard.server")
 
@@ -124,18 +123,10 @@ def noqa_edit(lines: Sequence[str], line: int, code: str, units: Units
     if index < 0:
         return None
     text = lines[index]
-    codes = noqa_codes(text)
-    if codes == BLANKET or (codes and code.startswith(tuple(codes))):
+    place = insertion(text, [code])
+    if place is None:
         return None
-    if codes:
-        match = NOQA.search(text)
-        at = match.start("codes") + len(match.group("codes").rstrip(_TRAILING_SEPARATORS))
-        insert = f", {code}"
-    else:
-        if text.rstrip().endswith("\\"):
-            return None
-        at = len(text.rstrip())
-        insert = f"  # noqa: {code}"
+    at, insert, _ = place
     where = types.Position(line=index, character=units(text[:at]))
     return types.TextEdit(range=types.Range(start=where, end=where), new_text=insert)
 

@@ -1,5 +1,6 @@
 """Rule options: a rule's settings (``[tool.gradguard.rules.<rule-name>]``) reach it through
-``check_source``; they only relax it."""
+``check_source``; they only relax it. ``noqa`` directives: which are real comments, and
+adding them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import textwrap
 
 import pytest
 
+from gradguard import noqa
 from gradguard.checker import check_source
 from gradguard.rules import ALL_RULES
 
@@ -83,3 +85,24 @@ def test_allow_in_does_not_relax_a_write_into_a_saved_tensor():
     findings = check_source(source, "a.py", ALL_RULES,
                             options={"GG302": {"allow-in": ("reset_parameters",)}})
     assert [(f.line, f.code) for f in findings] == [(8, "GG301")]
+
+
+# --- noqa directives ---------------------------------------------------------------------
+
+
+def test_directives_are_read_from_comments_only():
+    lines = ['s = "# noqa: GG101"', "x = 1  # noqa: gg101, e501 why", "y = 1  # noqa",
+             "z = '''", "# noqa: GG302", "'''"]
+    found_ = noqa.directives(lines)
+    assert set(found_) == {2, 3}
+    assert [code for code, _, _ in found_[2].codes] == ["GG101", "E501"]
+    assert found_[3].codes == ()
+    assert noqa.directives(["def f(:"]) == {}
+
+
+def test_add_noqa_leaves_the_code_as_it_was():
+    added = noqa.add_noqa("x = 1\ny = f'''{x}\n'''\n", {2: {"GG101"}, 1: {"GG101"}})
+    assert added.text == "x = 1  # noqa: GG101\ny = f'''{x}\n'''\n"
+    assert added.skipped == [(2, "the line ends inside a string")]
+    assert noqa.add_noqa("def f(:\n", {1: {"GG101"}}).skipped == [
+        (1, "the file does not tokenize")]
