@@ -158,9 +158,14 @@ class FileFinder:
     exclude: Sequence[str] = DEFAULT_EXCLUDE
     roots: Sequence[str] = ()  # directories relative exclude globs are resolved against
     force_exclude: bool = False  # apply excludes to paths named explicitly, too
+    # Globs a configuration gives, resolved against its own directory (``config_roots``)
+    config_exclude: Sequence[str] = ()
+    config_roots: Sequence[str] = ()
 
     def excluded(self, path: str) -> bool:
-        return matches_any(path, self.exclude, self.roots)
+        return matches_any(path, self.exclude, self.roots) or (
+            bool(self.config_exclude) and matches_any(path, self.config_exclude,
+                                                      self.config_roots))
 
     def reached(self, path: str, root: str) -> bool:
         """Whether ``check ROOT`` would lint the file at ``path``: neither the file nor
