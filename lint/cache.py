@@ -1,9 +1,10 @@
 """A content cache of lint results, in ``.gradguard_cache/`` as ruff keeps ``.ruff_cache/``.
 
-A file's result is stored under a key made of its bytes, the path it is reported as, and
-a salt: gradguard's own code and knowledge data (every ``.py`` and ``.json`` file of the
-package, hashed: a new version or a local edit of gradguard is a new salt) and the plan
-it was linted with (the selected codes, rules, per-file ignores, ``noqa`` handling).
+A file's result is stored under a key made of its bytes, the path it is reported as,
+gradguard's own code and knowledge data (every ``.py`` and ``.json`` file of the
+package, hashed: a new version or a local edit of gradguard is a new key) and the plan it
+was linted with (the selected codes, rules and their options, per-file ignores, ``noqa``
+handling: a nested configuration's files have their own).
 A result also depends on other files of the project: the modules its imports led the
 engine to analyse or screen, and the files it read looking for callers. Each entry lists
 them with their size, modification time and a hash of their content; an entry is used
@@ -60,9 +61,10 @@ class Cache:
         self.root = directory
         self.entries = directory / f"v{FORMAT}"
         self.salt = salt
+        self._plans: dict = {}  # plan -> its fingerprint's digest (plans are few)
 
     @classmethod
-    def open(cls, directory: Path, plan_fingerprint: bytes) -> Optional["Cache"]:
+    def open(cls, directory: Path) -> Optional["Cache"]:
         """The cache in ``directory``, made if need be (with a ``.gitignore`` and a
         ``CACHEDIR.TAG`` inside); None when it cannot be made (the run goes on without)."""
         try:
@@ -73,30 +75,38 @@ class Cache:
                     write_atomically(directory / name, content, sync=False)
         except OSError:
             return None
-        return cls(directory, digest(code_fingerprint().encode() + plan_fingerprint))
+        return cls(directory, code_fingerprint())
 
-    def key(self, path: str, source: bytes) -> str:
-        return digest(f"{self.salt}\0{path}\0".encode() + source)
+    def key(self, path: str, source: bytes, plan) -> str:
+        """The key of ``source``'s result at ``path`` under ``plan`` (a ``cli.Plan``)."""
+        if plan not in self._plans:
+            self._plans[plan] = digest(plan.fingerprint())
+        return digest(f"{self.salt}\0{self._plans[plan]}\0{path}\0".encode() + source)
 
     def _entry(self, key: str) -> Path:
         return self.entries / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Optional[list[Finding]]:
-        """The findings stored for ``key``, while every file they read is unchanged."""
+    def get(self, key: str) -> Optional[tuple[list[Finding], frozenset]]:
+        """The findings stored for ``key`` and the ``noqa`` codes they used (for GG900),
+        while every file they read is unchanged."""
         try:
             entry = json.loads(self._entry(key).read_bytes())
             if entry.get("key") != key or not all(_unchanged(*read) for read in entry["reads"]):
                 return None
-            return [_finding(item) for item in entry["findings"]]
+            return ([_finding(item) for item in entry["findings"]],
+                    frozenset(tuple(used) for used in entry["noqa_used"]))
         except (OSError, ValueError, KeyError, TypeError):  # missing, corrupt, foreign
             return None
 
-    def put(self, key: str, findings: Iterable[Finding], reads: Iterable[str]) -> None:
-        """Store ``findings`` for ``key``, with the files in ``reads`` as they are now
-        (a file that cannot be read now makes the result not worth storing)."""
+    def put(self, key: str, findings: Iterable[Finding], noqa_used: Iterable[tuple],
+            reads: Iterable[str]) -> None:
+        """Store ``findings`` (and the ``noqa`` codes they used) for ``key``, with the
+        files in ``reads`` as they are now (a file that cannot be read now makes the
+        result not worth storing)."""
         try:
             entry = {"key": key, "reads": [_stamp(path) for path in sorted(reads)],
-                     "findings": [_record(finding) for finding in findings]}
+                     "findings": [_record(finding) for finding in findings],
+                     "noqa_used": sorted(list(used) for used in noqa_used)}
             path = self._entry(key)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, json.dumps(entry, separators=(",", ":")), sync=False)

@@ -13,7 +13,7 @@ import gc
 import sys
 import threading
 import traceback
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -36,12 +36,14 @@ def check_source(
     path: str,
     rules: Optional[Sequence[type[Rule]]] = None,
     debug: bool = False,
+    options: Optional[Mapping[str, Mapping[str, object]]] = None,
 ) -> list[Finding]:
-    """Return the findings of ``rules`` (default: all enabled by default) on one file."""
+    """Return the findings of ``rules`` (default: all enabled by default) on one file;
+    ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     with _COLLECTOR:
-        return _on_deep_stack(lambda: _check(source, path, rules, debug))
+        return _on_deep_stack(lambda: _check(source, path, rules, debug, options))
 
 
 class _Collector:
@@ -110,7 +112,7 @@ def _compiles(text: str, path: str) -> bool:
     return True
 
 
-def _check(source, path, rules, debug) -> list[Finding]:
+def _check(source, path, rules, debug, options=None) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -150,7 +152,8 @@ def _check(source, path, rules, debug) -> list[Finding]:
     try:
         interpreter = analyze(module, rules, lambda *report: raw.append(report),
                               failures, positions, path=disk_path,
-                              project=PROJECT if disk_path is not None else None, text=text)
+                              project=PROJECT if disk_path is not None else None, text=text,
+                              options=options)
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))

@@ -1,25 +1,28 @@
 """The ``gradguard`` command: ``check`` files, list ``rules``, explain a ``rule`` (or
 ``explain`` one).
 
-``check`` resolves the settings (command line over configuration), finds the files,
-lints each one independently (a failure in one file becomes a finding for that file)
-and writes findings to stdout (or ``--output-file``) and a summary to stderr, with a
-progress bar on stderr meanwhile when a person watches. Exit status: 0 no findings,
-1 findings, 2 usage or configuration error, missing or unreadable path, a report that
-cannot be written, internal error.
+``check`` resolves the settings of each file (the command line over the nearest
+configuration, see ``Resolver``), finds the files, lints each one independently (a
+failure in one file becomes a finding for that file) and writes findings to stdout (or
+``--output-file``) and a summary to stderr, with a progress bar on stderr meanwhile when
+a person watches. Exit status: 0 no findings, 1 findings, 2 usage or configuration
+error, missing or unreadable path, a report that cannot be written, internal error.
+``--show-settings`` prints the settings instead, and ``--add-noqa`` suppresses every
+finding with a ``# noqa`` comment.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence, Union
 
 import click
 
@@ -33,14 +36,16 @@ from gradguard.files import (
     FileChangedError,
     FileFinder,
     display_path,
+    encoding_of,
     matches_any,
     read_file,
     split_globs,
     write_atomically,
 )
-from gradguard.findings import INTERNAL_ERROR, Finding
-from gradguard.noqa import filter_noqa, source_lines
-from gradguard.rules import Rule
+from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding
+from gradguard.noqa import (UNUSED_NOQA, NoqaUse, add_noqa, filter_noqa, source_lines,
+                            unused_noqa)
+from gradguard.rules import ALL_RULES, Rule
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 DEBOUNCE = 0.15  # seconds the language server waits after a change before it lints
@@ -70,6 +75,16 @@ class Plan:
     debug: bool = False
     disable_noqa: bool = False
     keep_lines: bool = False
+    # the rules' settings: ((code, ((option, value), ...)), ...), values hashable
+    options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+
+    def ignored_in(self, path: str) -> list[str]:
+        """The selectors ``per-file-ignores`` gives ``path``."""
+        return [code for glob, codes in self.per_file_ignores
+                if matches_any(path, [glob], self.roots) for code in codes]
+
+    def rule_settings(self) -> Optional[dict[str, dict[str, object]]]:
+        return {code: dict(values) for code, values in self.options} if self.options else None
 
     def fingerprint(self) -> bytes:
         """What of the plan decides a file's findings (for the cache's key): everything
@@ -102,19 +117,25 @@ class Outcome:
     findings: list[Finding]
     lines: Optional[list[str]] = None  # only with Plan.keep_lines and findings
     error: Optional[str] = None
+    # the noqa codes that suppressed a finding: (path, noqa_key, code), for GG900
+    noqa_used: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
 
 
-def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
+def lint_source(path: str, source: bytes | str, plan: Plan,
+                noqa_elsewhere: Collection[tuple[str, str]] = ()) -> Outcome:
     """Lint one file's bytes (or text, as an editor holds it); apply selection,
-    per-file-ignores and ``noqa``."""
+    per-file-ignores and ``noqa``. ``noqa_elsewhere``: the file's ``noqa`` codes (by
+    ``noqa_key``) that other files' findings used, which GG900 does not report."""
     from gradguard.checker import check_source  # noqa: PLC0415 - libcst: not for a cached run
 
+    use = NoqaUse()
     try:
         findings = []
         lines = []
-        for where, group in _by_file(check_source(source, path, plan.rules, plan.debug)):
-            ignored = [code for glob, codes in plan.per_file_ignores
-                       if matches_any(where, [glob], plan.roots) for code in codes]
+        raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings())
+        own_lines = None
+        for where, group in _by_file(raw):
+            ignored = plan.ignored_in(where)
             group = [f for f in group
                      if f.code in plan.codes and not selection.is_ignored(f.code, ignored)]
             if not group:
@@ -122,15 +143,32 @@ def lint_source(path: str, source: bytes | str, plan: Plan) -> Outcome:
             # a finding in a module the file imports is filtered by that module's noqa
             group_lines = source_lines(source) if where == path else read_lines(where)
             if not plan.disable_noqa:
-                group = filter_noqa(group, group_lines)
+                group = filter_noqa(group, group_lines, use, own=where == path)
             findings += group
             if where == path:
-                lines = group_lines
+                lines = own_lines = group_lines
+        if UNUSED_NOQA in plan.codes and not plan.disable_noqa \
+                and not any(f.code in DIAGNOSTICS for f in raw if f.path == path):
+            own_lines = own_lines if own_lines is not None else source_lines(source)
+            unused = unused_noqa_of(path, own_lines, use, noqa_elsewhere, plan)
+            if unused:
+                findings, lines = sorted(findings + unused), own_lines
     except Exception as error:  # never let one file stop the others
         detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
         findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
         findings, lines = (findings if INTERNAL_ERROR in plan.codes else []), []
-    return Outcome(path, findings, lines if plan.keep_lines and findings else None)
+    return Outcome(path, findings, lines if plan.keep_lines and findings else None,
+                   noqa_used=frozenset(use.keys))
+
+
+def unused_noqa_of(path: str, lines: Sequence[str], use: NoqaUse,
+                   elsewhere: Collection[tuple[str, str]], plan: Plan) -> list[Finding]:
+    """GG900's findings in the file at ``path`` (``[]`` where it is not enabled)."""
+    ignored = plan.ignored_in(path)
+    enabled = {code for code in plan.codes if not selection.is_ignored(code, ignored)}
+    if UNUSED_NOQA not in enabled:
+        return []
+    return unused_noqa(path, lines, use, elsewhere, enabled, selection.known_codes())
 
 
 def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
@@ -156,7 +194,7 @@ def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
         return Outcome(path, [], error=f"{path}: {error.strerror or error}")
     if cache is None:
         return lint_source(path, source, plan)
-    key = cache.key(path, source)
+    key = cache.key(path, source, plan)
     stored = _stored(path, source, plan, cache, key)
     if stored is not None:
         return stored
@@ -165,7 +203,7 @@ def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
     with recording_reads() as reads:
         outcome = lint_source(path, source, plan)
     if not any(f.code == INTERNAL_ERROR for f in outcome.findings):  # a bug: not kept
-        cache.put(key, outcome.findings, reads)
+        cache.put(key, outcome.findings, outcome.noqa_used, reads)
     return outcome
 
 
@@ -175,57 +213,61 @@ def cached_outcome(path: str, plan: Plan, cache: Cache) -> Optional[Outcome]:
         source = read_file(path)
     except OSError:
         return None
-    return _stored(path, source, plan, cache, cache.key(path, source))
+    return _stored(path, source, plan, cache, cache.key(path, source, plan))
 
 
 def _stored(path: str, source: bytes, plan: Plan, cache: Cache, key: str) -> Optional[Outcome]:
-    findings = cache.get(key)
-    if findings is None:
+    stored = cache.get(key)
+    if stored is None:
         return None
+    findings, noqa_used = stored
     keep = plan.keep_lines and any(f.path == path for f in findings)
-    return Outcome(path, findings, source_lines(source) if keep else None)
+    return Outcome(path, findings, source_lines(source) if keep else None,
+                   noqa_used=noqa_used)
 
 
 SMALL_RUN_FILES = 8  # fewer files than this are linted in this process: no pool to start
 SMALL_RUN_BYTES = 256 * 1024  # ... and so are files this small in all
 
 
-def lint_all(paths: Sequence[str], plan: Plan, jobs: Optional[int],
-             bar: Optional[progress.Progress] = None,
+def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
+             jobs: Optional[int], bar: Optional[progress.Progress] = None,
              cache: Optional[Cache] = None) -> list[Outcome]:
     """Lint files in ``jobs`` processes (None: as many as this process may use, but a
     small run stays in this process; 0: as many as it may use); same results, in the
-    order of ``paths``. ``bar`` advances as files are done, in whatever order the
-    processes finish them.
+    order of ``paths``. ``plan`` is one plan for every file, or gives each file's
+    (``Resolver.plan_for``: asked here, so that only plans travel to the processes).
+    ``bar`` advances as files are done, in whatever order the processes finish them.
 
     Files go to the processes in chunks of neighbours (files of one directory import
     the same modules, which a process analyses once), the largest chunks first, so that
     one big file does not finish last. The results ``cache`` holds are taken here first:
     only the other files go to the processes (which store theirs)."""
+    plan_for = plan if callable(plan) else (lambda path: plan)
     results: dict[str, Outcome] = {}
     for path in paths if cache is not None else ():
-        stored = cached_outcome(path, plan, cache)
+        stored = cached_outcome(path, plan_for(path), cache)
         if stored is not None:
             results[path] = stored
             if bar:
                 bar.advance()
-    todo = [path for path in paths if path not in results]
+    todo = [(path, plan_for(path)) for path in paths if path not in results]
     workers = usable_cpus() if not jobs else jobs
-    if jobs is None and _small(todo):
+    if jobs is None and _small([path for path, _ in todo]):
         workers = 1
     if workers == 1 or len(todo) < 2:
-        for path in todo:
-            results[path] = lint_path(path, plan, cache)
+        for path, its_plan in todo:
+            results[path] = lint_path(path, its_plan, cache)
             if bar:
                 bar.advance()
         return [results[path] for path in paths]
     size = max(1, min(8, len(todo) // (workers * 4)))  # few round trips, every worker busy
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-    weights = [sum(_size(path) for path in chunk) for chunk in chunks]
+    weights = [sum(_size(path) for path, _ in chunk) for chunk in chunks]
     order = sorted(range(len(chunks)), key=lambda i: -weights[i])
     done: list[list[Outcome]] = [[] for _ in chunks]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_lint_chunk, chunks[i], plan, cache): i for i in order}
+        futures = {pool.submit(_lint_chunk, chunks[i], cache): i for i in order}
         for future in as_completed(futures):
             done[futures[future]] = future.result()
             if bar:
@@ -276,8 +318,9 @@ def _size(path: str) -> int:
         return 0
 
 
-def _lint_chunk(paths: Sequence[str], plan: Plan, cache: Optional[Cache]) -> list[Outcome]:
-    return [lint_path(path, plan, cache) for path in paths]
+def _lint_chunk(work: Sequence[tuple[str, Plan]], cache: Optional[Cache]) -> list[Outcome]:
+    """A process's share: (path, plan) pairs; a chunk's pickle holds each plan once."""
+    return [lint_path(path, plan, cache) for path, plan in work]
 
 
 # --- Settings ---------------------------------------------------------------------------
@@ -307,11 +350,22 @@ def load_config(path: Optional[str], isolated: bool,
         if path:
             raise click.UsageError("--config and --isolated cannot be used together")
         return configuration.Config()
-    found = Path(path).absolute() if path else configuration.find_pyproject(Path.cwd())
+    found = Path(path).absolute() if path else _nearest_config(Path.cwd())
     if found is None:
         return configuration.Config()
+    return _read_config(found, warn)
+
+
+def _nearest_config(start: Path) -> Optional[Path]:
     try:
-        return configuration.load(found, warn=warn)
+        return configuration.find_pyproject(start)
+    except configuration.ConfigError as error:
+        raise Fatal(str(error)) from None
+
+
+def _read_config(path: Path, warn: Callable[[str], None]) -> configuration.Config:
+    try:
+        return configuration.load(path, warn=warn)
     except configuration.ConfigError as error:
         raise Fatal(str(error)) from None
 
@@ -327,8 +381,8 @@ def make_plan(options: dict, config: configuration.Config,
               cwd: Optional[Path] = None) -> tuple[Plan, FileFinder]:
     """Merge command line and configuration: ``select``, ``ignore`` and ``exclude`` from
     the command line replace the configuration's; ``extend-*`` add to it. Relative globs
-    resolve against the configuration's directory and ``cwd`` (default: the current
-    directory)."""
+    of the configuration resolve against its directory, those of the command line
+    against ``cwd`` (default: the current directory)."""
 
     def chosen(key: str) -> Optional[list[str]]:  # the command line's, else the config's
         if options[key]:
@@ -343,17 +397,138 @@ def make_plan(options: dict, config: configuration.Config,
         (glob, tuple(_selectors(codes_, f"{config.path}: per-file-ignores", True)))
         for glob, codes_ in config.per_file_ignores.items()
     )
-    roots = tuple(dict.fromkeys(str(r) for r in (config.root, cwd or Path.cwd()) if r))
-    exclude = split_globs(options["exclude"] or (
-        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
-    exclude += split_globs([*(config.extend_exclude or []), *options["extend_exclude"]])
+    here = str(cwd or Path.cwd())
+    config_roots = (str(config.root),) if config.root else (here,)
+    exclude, config_exclude = [], []
+    if options["exclude"]:
+        exclude = split_globs(options["exclude"])
+    elif config.exclude is not None:
+        config_exclude = split_globs(config.exclude)
+    else:
+        exclude = list(DEFAULT_EXCLUDE)
+    config_exclude += split_globs(config.extend_exclude or [])
+    exclude += split_globs(options["extend_exclude"])
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
-        roots=roots, debug=options["debug"], disable_noqa=options["disable_noqa"],
-        keep_lines=(options["output_format"] in report.SOURCE_FORMATS
-                    or options["show_source"] and options["output_format"] == "text"),
+        roots=config_roots, debug=options["debug"], disable_noqa=options["disable_noqa"],
+        keep_lines=_keep_lines(options),
+        options=tuple(sorted((code, tuple(sorted(values.items())))
+                             for code, values in config.rules.items())),
     )
-    return plan, FileFinder(exclude, roots, options["force_exclude"])
+    return plan, FileFinder(exclude, (here,), options["force_exclude"], config_exclude,
+                            config_roots)
+
+
+def _keep_lines(options: dict) -> bool:
+    """Whether the report shows source lines."""
+    return (options["output_format"] in report.SOURCE_FORMATS
+            or options["show_source"] and options["output_format"] == "text")
+
+
+@dataclass
+class Resolved:
+    """The settings of the files under one configuration (or of every file)."""
+
+    config: configuration.Config
+    plan: Plan
+    finder: FileFinder  # this configuration's excludes
+
+
+class Resolver:
+    """Which settings apply to which file, as in ruff: the nearest ``pyproject.toml``
+    with a ``[tool.gradguard]`` section at or above the file's directory, else the one
+    at or above ``cwd``, else the defaults; a configuration named by ``--config`` (or
+    none, with ``--isolated``) for every file. The command line's options apply over
+    each. Directories and configurations are looked up once: a run of many files in few
+    directories reads each ``pyproject.toml`` once and makes one plan per configuration.
+    ``watch`` (the language server): a configuration file that changed is read again,
+    and ``forget_directories`` lets a new or removed one count."""
+
+    def __init__(self, options: dict, cwd: Optional[Path] = None,
+                 warn: Callable[[str], None] = _warn, watch: bool = False) -> None:
+        if options["isolated"] and options["config_path"]:
+            raise click.UsageError("--config and --isolated cannot be used together")
+        self.options = options
+        self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
+        self.warn = warn
+        self.watch = watch
+        self.named = Path(options["config_path"]).absolute() if options["config_path"] \
+            else None
+        self.fixed = options["isolated"] or self.named is not None
+        self._directories: dict[str, Optional[Path]] = {}  # directory -> its configuration
+        self._loaded: dict[Optional[Path], tuple[object, Resolved]] = {}
+        self.finder = _FinderByDirectory(force_exclude=options["force_exclude"], resolver=self)
+
+    def config_path(self, directory: str) -> Optional[Path]:
+        """The configuration file for the files in ``directory`` (absolute); None for
+        the defaults."""
+        if self.fixed:
+            return self.named
+        found = self._nearest(directory)
+        return found if found is not None else self._nearest(str(self.cwd))
+
+    def for_directory(self, directory: str) -> Resolved:
+        return self._resolved(self.config_path(os.path.abspath(directory)))
+
+    def for_file(self, path: str) -> Resolved:
+        """The settings of the file (or directory entry) at ``path``: its directory's."""
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def plan_for(self, path: str) -> Plan:
+        return self.for_file(path).plan
+
+    def forget_directories(self) -> None:
+        self._directories.clear()
+
+    def _nearest(self, directory: str) -> Optional[Path]:
+        walked, current = [], directory
+        while current not in self._directories:
+            walked.append(current)
+            candidate = Path(current) / "pyproject.toml"
+            try:
+                if configuration.has_section(candidate):
+                    self._directories[current] = candidate
+                    break
+            except configuration.ConfigError as error:
+                raise Fatal(str(error)) from None
+            parent = os.path.dirname(current)
+            if parent == current:
+                self._directories[current] = None
+                break
+            current = parent
+        found = self._directories[current]
+        for directory_ in walked:
+            self._directories[directory_] = found
+        return found
+
+    def _resolved(self, path: Optional[Path]) -> Resolved:
+        stamp = _stamp(path) if self.watch else None
+        known = self._loaded.get(path)
+        if known is None or known[0] != stamp:
+            config = _read_config(path, self.warn) if path else configuration.Config()
+            plan, finder = make_plan(self.options, config, self.cwd)
+            known = self._loaded[path] = (stamp, Resolved(config, plan, finder))
+        return known[1]
+
+
+def _stamp(path: Optional[Path]) -> Optional[tuple[int, int]]:
+    try:
+        status = path.stat() if path else None
+    except OSError:
+        return None
+    return (status.st_mtime_ns, status.st_size) if status else None
+
+
+@dataclass
+class _FinderByDirectory(FileFinder):
+    """Finds files as ``FileFinder`` does, with the excludes of the configuration that
+    governs each directory entry's directory (so a nested configuration's excludes
+    apply below it, and its parent's decide whether its directory is walked at all)."""
+
+    resolver: Optional[Resolver] = None
+
+    def excluded(self, path: str) -> bool:
+        return self.resolver.for_file(path).finder.excluded(path)
 
 
 # --- Commands ---------------------------------------------------------------------------
@@ -413,6 +588,12 @@ def verify_options(command):
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="Read settings from this file instead of the nearest pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--show-settings", is_flag=True,
+              help="Print the settings each PATH (a file or a directory; default `.`) is "
+                   "linted with, and which configuration file gave them; lint nothing.")
+@click.option("--add-noqa", is_flag=True,
+              help="Add a `# noqa: CODE` comment for every finding to the files (merged with "
+                   "a noqa already there), and print how many were added.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
               help="Processes to lint with (default: one per usable CPU, but a run of a "
                    "few small files stays in one process; 0: one per usable CPU).")
@@ -452,33 +633,42 @@ def check(paths: tuple[str, ...], **options) -> None:
 
 def run_check(paths: Sequence[str], options: dict) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
-    config = load_config(options["config_path"], options["isolated"])
-    plan, finder = make_plan(options, config)
-    found = finder.discover(path for path in paths if path != STDIN)
+    if options["add_noqa"] and (options["fix"] or options["diff"]):
+        raise click.UsageError("--add-noqa cannot be used with --fix or --diff")
+    if options["add_noqa"] and STDIN in paths:
+        raise click.UsageError("--add-noqa writes files: it cannot lint standard input")
+    resolver = Resolver(options)
+    here = resolver.for_directory(str(resolver.cwd))  # a bad option stops it before any file
+    if options["show_settings"]:
+        return show_settings(paths, resolver, options)
+    found = resolver.finder.discover(path for path in paths if path != STDIN)
     cache = None if options["no_cache"] else cache_module.Cache.open(
         Path(options["cache_dir"]) if options["cache_dir"]
-        else cache_module.default_directory(config.root), plan.fingerprint())
+        else cache_module.default_directory(here.config.root))
     bar = (progress.Progress(len(found.files), sys.stderr)
            if progress.wanted(sys.stderr, options["quiet"]) else None)
     try:
-        outcomes = lint_all(found.files, plan, options["jobs"], bar, cache)
+        outcomes = lint_all(found.files, resolver.plan_for, options["jobs"], bar, cache)
     finally:
         if bar:
             bar.close()  # before anything else is printed
     stdin = None
     if STDIN in paths:
         stdin = (display_path(options["stdin_filename"]), sys.stdin.buffer.read())
-        outcomes.append(lint_source(*stdin, plan))
+        outcomes.append(lint_source(*stdin, resolver.plan_for(stdin[0])))
+    noqa_used = _noqa_used_elsewhere(outcomes, resolver.plan_for)
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += found.errors + [outcome.error for outcome in outcomes if outcome.error]
     checked = [outcome for outcome in outcomes if not outcome.error]
     if options["fix"] or options["diff"]:
-        return _run_fixes(outcomes, errors, plan, options, stdin)
+        return _run_fixes(outcomes, errors, resolver.plan_for, options, stdin, noqa_used)
     findings = one_per_place(f for outcome in checked for f in outcome.findings)
+    if options["add_noqa"]:
+        return _run_add_noqa(findings, errors, options)
     if options["verify"]:
-        findings = _verify(findings, options, plan.codes)
+        findings = _verify(findings, options, resolver.plan_for)
     sources = {o.path: o.lines for o in checked if o.lines}
-    if plan.keep_lines:  # findings in the modules a file imports
+    if _keep_lines(options):  # findings in the modules a file imports
         for path in {f.path for f in findings} - sources.keys():
             sources[path] = read_lines(path) if os.path.isfile(path) else []
     written = _write(findings, sources, options)
@@ -498,11 +688,176 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
 
 
+# --- Settings shown, noqa added ------------------------------------------------------------
+
+
+def show_settings(paths: Sequence[str], resolver: Resolver, options: dict) -> int:
+    """``--show-settings``: each path's settings, in blocks a blank line apart."""
+    blocks, missing = [], []
+    for path in paths:
+        target = options["stdin_filename"] if path == STDIN else path
+        if path != STDIN and not os.path.exists(path):
+            missing.append(path)
+            continue
+        resolved = resolver.for_directory(target) if os.path.isdir(target) \
+            else resolver.for_file(target)
+        blocks.append(describe_settings(target, resolved, resolver, options))
+    if blocks:
+        click.echo("\n\n".join(blocks))
+    for path in missing:
+        _error(f"{path}: no such file or directory")
+    return EXIT_ERROR if missing else EXIT_OK
+
+
+def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
+                      options: dict) -> str:
+    """The settings of ``path`` as ``key = value`` lines, each followed by where it came
+    from (the command line, the configuration file or the defaults)."""
+    config, plan, finder = resolved.config, resolved.plan, resolved.finder
+    directory = os.path.isdir(path)
+    source = display_path(str(config.path)) if config.path else "default"
+
+    def origin(*given: tuple[str, object]) -> str:
+        """Where a setting came from: each source that gave it, else the default."""
+        return " + ".join(where for where, value in given if value) or "default"
+
+    def replaced(key: str) -> tuple[Optional[list[str]], str]:
+        """A setting the command line replaces: its value and origin."""
+        if options[key]:
+            return list(options[key]), "command line"
+        value = getattr(config, key)
+        return (None, "default") if value is None else (list(value), source)
+
+    if config.path is None:
+        why = "--isolated" if options["isolated"] else \
+            "no pyproject.toml with [tool.gradguard] at or above it"
+        head = [f"config-file = none  # {why}: the defaults"]
+    else:
+        how = "--config" if resolver.named else "the nearest pyproject.toml with [tool.gradguard]"
+        head = [f"config-file = {_show(source)}  # {how}",
+                f"config-root = {_show(display_path(str(config.root)))}  # the configuration's "
+                "relative globs resolve against it"]
+    select, select_origin = replaced("select")
+    ignore, ignore_origin = replaced("ignore")
+    exclude, exclude_origin = replaced("exclude")
+    extend = selection.parse_selectors([*(config.extend_select or []),
+                                        *options["extend_select"]])
+    extend_origin = origin((source, config.extend_select),
+                           ("command line", options["extend_select"]))
+    names = {rule.code: rule.name for rule in ALL_RULES}
+    lines = [f"# Settings for {display_path(path)}{' (a directory)' if directory else ''}",
+             *head, "",
+             "# Rules",
+             "select = " + ("default  # the rules on by default" if select is None else
+                            f"{_show(selection.parse_selectors(select))}  # {select_origin}"),
+             f"extend-select = {_show(extend)}  # {extend_origin}",
+             f"ignore = {_show(selection.parse_selectors(ignore or []))}  # {ignore_origin}",
+             "per-file-ignores = {" + ", ".join(f"{_show(glob)} = {_show(codes)}"
+                                                for glob, codes in plan.per_file_ignores)
+             + f"}}  # {origin((source, plan.per_file_ignores))}",
+             "enabled = ["]
+    lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic')}"
+              for code in sorted(plan.codes)]
+    lines.append("]")
+    if not directory:
+        ignored = plan.ignored_in(path)
+        here = [code for code in sorted(plan.codes) if selection.is_ignored(code, ignored)]
+        lines.append(f"ignored-here = {_show(here)}  # by per-file-ignores")
+    extend_exclude = [*split_globs(config.extend_exclude or []),
+                      *split_globs(options["extend_exclude"])]
+    extend_exclude_origin = origin((source, config.extend_exclude),
+                                   ("command line", options["extend_exclude"]))
+    lines += [
+        "", "# Files",
+        f"exclude = {_show(split_globs(exclude) if exclude is not None else DEFAULT_EXCLUDE)}"
+        f"  # {exclude_origin}",
+        f"extend-exclude = {_show(extend_exclude)}  # {extend_exclude_origin}",
+        f"force-exclude = {_show(options['force_exclude'])}",
+        f"excluded = {_show(finder.excluded(os.path.abspath(path)))}  # whether a walk of a "
+        "directory above it skips it",
+        "", "# noqa",
+        f"disable-noqa = {_show(options['disable_noqa'])}",
+        "", "# Rule options: [tool.gradguard.rules.<rule-name>]",
+    ]
+    settings = dict(plan.options)
+    for rule in ALL_RULES:
+        given = dict(settings.get(rule.code, ()))
+        lines += [f"rules.{rule.name}.{option.name} = "
+                  f"{_show(given.get(option.name, option.default))}  # "
+                  f"{source if option.name in given else 'default'}" for option in rule.options]
+    return "\n".join(lines)
+
+
+def _show(value) -> str:
+    """A value as TOML writes it (strings quoted, lists in brackets, true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(item) for item in value) + "]"
+    return json.dumps(str(value))
+
+
+def _run_add_noqa(findings: list[Finding], errors: list[str], options: dict) -> int:
+    """``--add-noqa``: a ``# noqa: CODE`` for every finding (not the diagnostics, which
+    are not rules, nor GG900), on its line, written atomically into each file."""
+    wanted: dict[str, dict[int, set[str]]] = {}
+    for finding in findings:
+        if finding.code in DIAGNOSTICS or finding.code == UNUSED_NOQA:
+            continue
+        wanted.setdefault(finding.path, {}).setdefault(finding.line, set()).add(finding.code)
+    codes = lines = files = 0
+    for path in sorted(wanted):
+        try:
+            original = read_file(path)
+            encoding = encoding_of(original)
+            added = add_noqa(original.decode(encoding), wanted[path])
+            for line, why in added.skipped:
+                _warn(f"{path}:{line}: no `# noqa` added: {why}")
+            if added.codes:
+                write_atomically(path, added.text.encode(encoding), original)
+        except (OSError, SyntaxError, UnicodeError, LookupError) as error:
+            errors.append(str(error) if isinstance(error, FileChangedError)
+                          else f"{path}: no `# noqa` added: {error}")
+            continue
+        codes, lines, files = codes + added.codes, lines + added.lines, files + bool(added.codes)
+    for message in errors:
+        _error(message)
+    if not options["quiet"]:
+        click.echo(f"Added {report.count(codes, 'noqa code')} on "
+                   f"{report.count(lines, 'line')} in {report.count(files, 'file')}.", err=True)
+    return EXIT_ERROR if errors else EXIT_OK
+
+
 # --- Fixing -------------------------------------------------------------------------------
 
 
-def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: dict,
-               stdin: Optional[tuple[str, bytes]]) -> int:
+def _noqa_used_elsewhere(outcomes: list[Outcome], plan_for: Callable[[str], Plan]
+                         ) -> dict[str, set[tuple[str, str]]]:
+    """GG900 across files: a ``noqa`` in ``helpers.py`` may suppress only what a file
+    that imports it finds there. Returns the ``noqa`` codes that other files' findings
+    used, by file (as ``noqa_key``, code); the GG900 findings of such a file are made
+    again without them (the outcomes are changed in place)."""
+    foreign: dict[str, set[tuple[str, str]]] = {}
+    for outcome in outcomes:
+        for path, key, code in outcome.noqa_used:
+            if path != outcome.path:
+                foreign.setdefault(path, set()).add((key, code))
+    for outcome in outcomes:
+        path = outcome.path
+        if path not in foreign or not os.path.isfile(path) or not any(
+                f.code == UNUSED_NOQA and f.path == path for f in outcome.findings):
+            continue
+        used = foreign[path] | {(key, code) for where, key, code in outcome.noqa_used
+                                if where == path}
+        remade = unused_noqa_of(path, read_lines(path), NoqaUse(), used, plan_for(path))
+        outcome.findings = sorted(
+            [f for f in outcome.findings if f.code != UNUSED_NOQA or f.path != path] + remade)
+    return foreign
+
+
+def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[str], Plan],
+               options: dict, stdin: Optional[tuple[str, bytes]],
+               noqa_used: dict[str, set[tuple[str, str]]]) -> int:
     """``--fix`` and ``--diff``: fix each file with applicable fixes, then report the
     findings left (``--fix``) or the diff (``--diff``). Standard input's fixed source
     goes to standard output, its findings to standard error."""
@@ -519,9 +874,10 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
         path = outcome.path
         try:
             original = stdin[1] if stdin and path == stdin[0] else read_file(path)
-            encoding = fixes.encoding_of(original)
-            result = fixes.fix_text(original.decode(encoding), partial(_own_findings, path, plan,
-                                                                       encoding), unsafe)
+            encoding = encoding_of(original)
+            lint = partial(_own_findings, path, plan_for(path), encoding,
+                           noqa_used.get(path, ()))
+            result = fixes.fix_text(original.decode(encoding), lint, unsafe)
             if result.failure:
                 errors.append(f"{path}: {result.failure}")
             if result.fixed:
@@ -570,9 +926,10 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan: Plan, options: 
     return EXIT_FINDINGS if findings and not options["exit_zero"] else EXIT_OK
 
 
-def _own_findings(path: str, plan: Plan, encoding: str, text: str) -> list[Finding]:
+def _own_findings(path: str, plan: Plan, encoding: str,
+                  noqa_elsewhere: Collection[tuple[str, str]], text: str) -> list[Finding]:
     """The findings of ``text`` as the file at ``path`` (its own, not its imports')."""
-    outcome = lint_source(path, text.encode(encoding), plan)
+    outcome = lint_source(path, text.encode(encoding), plan, noqa_elsewhere)
     return [f for f in outcome.findings if f.path == path]
 
 
@@ -585,9 +942,10 @@ def one_per_place(findings) -> list[Finding]:
     return sorted(kept.values())
 
 
-def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Finding]:
+def _verify(findings: list[Finding], options: dict,
+            plan_for: Callable[[str], Plan]) -> list[Finding]:
     """Replay every file that has rule findings; diagnostics and stdin are not replayed.
-    Missed events count only for the selected ``codes``."""
+    Missed events count only for the codes selected for their file."""
     from gradguard.verify.replay import verify_file
 
     by_path: dict[str, list[Finding]] = {}
@@ -598,7 +956,8 @@ def _verify(findings: list[Finding], options: dict, codes: frozenset) -> list[Fi
         replayable = os.path.isfile(path) and not any(f.code.startswith("GG00") for f in group)
         verified += verify_file(path, group, options["timeout"], options["max_memory"],
                                 options["device"]) if replayable else group
-    return sorted(f for f in verified if f.verdict != "missed" or f.code in codes)
+    return sorted(f for f in verified if f.verdict != "missed" or f.code in
+                  plan_for(f.path).codes)
 
 
 def _write(findings: list[Finding], sources: dict, options: dict) -> Optional[str]:

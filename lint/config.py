@@ -1,10 +1,14 @@
 """Settings from ``[tool.gradguard]`` in ``pyproject.toml`` (or a file given by --config).
 
-The configuration is the nearest ``pyproject.toml`` that has a ``[tool.gradguard]``
-table, looking in the current directory and then its parents, as ruff does. A file
-given with ``--config`` that is not named ``pyproject.toml`` (say ``gradguard.toml``)
-holds the settings at its top level. TOML is read with ``tomllib`` (Python 3.11+) or
-``tomli``; without either, a found configuration is skipped with a warning.
+A configuration is a ``pyproject.toml`` that has a ``[tool.gradguard]`` table. As in
+ruff, each file is linted with the nearest one at or above its directory (``check``
+finds them, see ``cli.Resolver``); a file given with ``--config`` that is not named
+``pyproject.toml`` (say ``gradguard.toml``) holds the settings at its top level. TOML is
+read with ``tomllib`` (Python 3.11+) or ``tomli``; without either, a found configuration
+is skipped with a warning.
+
+Rules' own settings are in ``[tool.gradguard.rules.<rule-name>]`` (``data-write``, as
+``gradguard rules`` names them), each key one of the options the rule declares.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
+
+from gradguard.rules import ALL_RULES
 
 try:
     import tomllib
@@ -23,7 +29,7 @@ except ImportError:  # Python 3.10
         tomllib = None  # type: ignore[assignment]
 
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-TABLE_KEYS = ("per-file-ignores",)
+TABLE_KEYS = ("per-file-ignores", "rules")
 _SECTION = re.compile(r"^\s*\[\s*tool\s*\.\s*gradguard\s*[\].]", re.MULTILINE)
 
 
@@ -42,6 +48,8 @@ class Config:
     exclude: Optional[list[str]] = None
     extend_exclude: Optional[list[str]] = None
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    # the rules' settings: code -> option name -> value (only those the file sets)
+    rules: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def root(self) -> Optional[Path]:
@@ -53,9 +61,15 @@ def find_pyproject(start: Path) -> Optional[Path]:
     """The nearest ``pyproject.toml`` at or above ``start`` with a gradguard section."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and _SECTION.search(_read_text(candidate)):
+        if has_section(candidate):
             return candidate
     return None
+
+
+def has_section(candidate: Path) -> bool:
+    """Whether ``candidate`` is a file with a ``[tool.gradguard]`` section (a
+    ``pyproject.toml`` without one is no gradguard configuration: it is passed over)."""
+    return candidate.is_file() and bool(_SECTION.search(_read_text(candidate)))
 
 
 def load(path: Path, warn: Callable[[str], None]) -> Config:
@@ -97,7 +111,40 @@ def _parse(path: Path, table: dict) -> Config:
         glob: _string_list(path, f"per-file-ignores.{glob}", codes)
         for glob, codes in ignores.items()
     }
+    config.rules = _rule_options(path, table.get("rules", {}))
     return config
+
+
+def _rule_options(path: Path, table) -> dict[str, dict[str, object]]:
+    """``[rules.<rule-name>]`` tables, checked against the options each rule declares."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: 'rules' must be a table of [rules.<rule-name>] tables")
+    by_name = {rule.name: rule for rule in ALL_RULES}
+    configurable = ", ".join(rule.name for rule in ALL_RULES if rule.options) or "none"
+    found: dict[str, dict[str, object]] = {}
+    for name, settings in table.items():
+        rule = by_name.get(name)
+        if rule is None:
+            by_code = next((r for r in ALL_RULES if r.code == name.upper()), None)
+            hint = f"; write its name: [rules.{by_code.name}]" if by_code else ""
+            raise ConfigError(f"{path}: unknown rule {name!r} in 'rules'{hint} (rules with "
+                              f"options: {configurable})")
+        if not isinstance(settings, dict):
+            raise ConfigError(f"{path}: 'rules.{name}' must be a table of options")
+        options = {option.name: option for option in rule.options}
+        unknown = sorted(set(settings) - set(options))
+        if unknown:
+            known = ", ".join(options) or "none"
+            raise ConfigError(f"{path}: unknown option(s) {', '.join(map(repr, unknown))} "
+                              f"for rule {name} ({rule.code}); known: {known}")
+        values = {}
+        for key, value in settings.items():
+            try:
+                values[key] = options[key].parse(value)
+            except ValueError as error:
+                raise ConfigError(f"{path}: 'rules.{name}.{key}' {error}") from None
+        found[rule.code] = values
+    return found
 
 
 def _string_list(path: Path, key: str, value) -> list[str]:

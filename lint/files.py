@@ -27,10 +27,31 @@ STDIN = "-"
 _SPLIT = re.compile(r"\s*,\s*")
 
 
+def encoding_of(source: bytes) -> str:
+    """How Python decodes the file (BOM, coding cookie, else UTF-8): fixed text is
+    written back the same way (``utf-8-sig`` keeps a BOM)."""
+    return tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+
+
 def decode(source: bytes) -> str:
     """Decode as Python does: BOM, coding cookie, else UTF-8. Raises on failure."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     return source.decode(encoding)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (``\\n``, ``\\r\\n``, ``\\r``; not the form
+    feeds and other separators ``str.splitlines`` also splits on), ends kept."""
+    lines, start = [], 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[start:end.end()])
+        start = end.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 def read_file(path: str | os.PathLike) -> bytes:
@@ -168,9 +189,14 @@ class FileFinder:
     exclude: Sequence[str] = DEFAULT_EXCLUDE
     roots: Sequence[str] = ()  # directories relative exclude globs are resolved against
     force_exclude: bool = False  # apply excludes to paths named explicitly, too
+    # Globs a configuration gives, resolved against its own directory (``config_roots``)
+    config_exclude: Sequence[str] = ()
+    config_roots: Sequence[str] = ()
 
     def excluded(self, path: str) -> bool:
-        return matches_any(path, self.exclude, self.roots)
+        return matches_any(path, self.exclude, self.roots) or (
+            bool(self.config_exclude) and matches_any(path, self.config_exclude,
+                                                      self.config_roots))
 
     def reached(self, path: str, root: str) -> bool:
         """Whether ``check ROOT`` would lint the file at ``path``: neither the file nor

@@ -10,9 +10,6 @@ formatting elsewhere are kept byte for byte.
 from __future__ import annotations
 
 import difflib
-import io
-import re
-import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
@@ -20,6 +17,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
+from gradguard.files import split_lines
 from gradguard.findings import DIAGNOSTICS, SAFE, UNSAFE, Edit, Fix
 from gradguard.positions import Positions
 
@@ -365,21 +363,6 @@ class Unwrap(Rewrite):
 
 
 # ----------------------------------------------------------------------------- applying
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as Python's tokenizer counts them (``\\n``, ``\\r\\n``, ``\\r``; not the form
-    feeds and other separators ``str.splitlines`` also splits on), ends kept."""
-    lines, start = [], 0
-    for end in _LINE_END.finditer(text):
-        lines.append(text[start:end.end()])
-        start = end.end()
-    if start < len(text):
-        lines.append(text[start:])
-    return lines
-
-
 def select_fixes(fixes: Iterable[Fix]) -> list[Fix]:
     """The fixes one round applies. They are taken in order of position; one whose edits
     touch or overlap an earlier one's waits for another round, and holds back the fixes
@@ -467,12 +450,6 @@ def fix_text(text: str, lint: Callable[[str], list], unsafe: bool,
         result.text, result.findings = new_text, new_findings
         result.fixed += fixed
     return result
-
-
-def encoding_of(source: bytes) -> str:
-    """How Python decodes the file (BOM, coding cookie, else UTF-8): fixed text is
-    written back the same way (``utf-8-sig`` keeps a BOM)."""
-    return tokenize.detect_encoding(io.BytesIO(source).readline)[0]
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

@@ -47,6 +47,7 @@ class CodeInfo:
     doc: str
     diagnostic: bool
     fixable: str = "never"  # "never", "sometimes" or "always" (Rule.fixable)
+    options: tuple = ()  # the rule's settings (rules.base.Option)
 
 
 def catalog() -> list[CodeInfo]:
@@ -59,7 +60,8 @@ def catalog() -> list[CodeInfo]:
     ]
     rules = [
         CodeInfo(rule.code, rule.name, rule.summary, rule.default_enabled,
-                 inspect.cleandoc(rule.__doc__ or rule.summary), False, rule.fixable)
+                 inspect.cleandoc(rule.__doc__ or rule.summary), False, rule.fixable,
+                 rule.options)
         for rule in ALL_RULES
     ]
     return diagnostics + rules

@@ -5,7 +5,8 @@ or JSON.
 A rule's docstring is Markdown in ruff's sections, in this order: ``## What it does``,
 ``## Why is this bad?``, ``## Example``, ``## Use instead``, ``## Fix safety``. The
 ``Example`` and ``Use instead`` sections hold complete programs in ```` ```python ````
-blocks (tests/test_rule_docs.py lints them, and runs them under torch).
+blocks (tests/test_rule_docs.py lints them, and runs them under torch). A rule with
+options gets an ``## Options`` section after them, written from its declarations.
 """
 
 from __future__ import annotations
@@ -67,9 +68,24 @@ def _lead(info: CodeInfo) -> str:
     return f"{summary}. {default} by default." + ("" if info.diagnostic else f" {fix}")
 
 
+def options_section(info: CodeInfo) -> str:
+    """``## Options``: each option of the rule, its type, default and meaning; empty for a
+    rule without options."""
+    if not info.options:
+        return ""
+    items = []
+    for option in info.options:
+        kind = "a list of strings" if isinstance(option.default, tuple) else "true or false"
+        default = json.dumps(list(option.default) if isinstance(option.default, tuple)
+                             else option.default)
+        items.append(f"- `{option.name}` ({kind}; default `{default}`): {option.help}")
+    return (f"\n\n## Options\nIn `[tool.gradguard.rules.{info.name}]` of `pyproject.toml`:\n\n"
+            + "\n".join(items))
+
+
 def text(info: CodeInfo) -> str:
     """What ``gradguard rule CODE`` prints: a title, the lead line and the docstring."""
-    return f"# {info.name} ({info.code})\n\n{_lead(info)}\n\n{info.doc}"
+    return f"# {info.name} ({info.code})\n\n{_lead(info)}\n\n{info.doc}{options_section(info)}"
 
 
 def _demote(doc: str) -> str:
@@ -84,13 +100,17 @@ def _demote(doc: str) -> str:
 
 def markdown(info: CodeInfo) -> str:
     """One rule as a section of ``docs/rules.md``: a ``##`` title, its sections ``###``."""
-    return f"## {info.name} ({info.code})\n\n{_lead(info)}\n\n{_demote(info.doc)}"
+    return (f"## {info.name} ({info.code})\n\n{_lead(info)}\n\n"
+            f"{_demote(info.doc + options_section(info))}")
 
 
 def as_dict(info: CodeInfo) -> dict:
     return {"code": info.code, "name": info.name, "summary": info.summary,
             "default_enabled": info.default_enabled, "fixable": info.fixable,
-            "diagnostic": info.diagnostic, "explanation": info.doc}
+            "diagnostic": info.diagnostic, "explanation": info.doc,
+            "options": [{"name": option.name, "default": (list(option.default) if isinstance(
+                option.default, tuple) else option.default), "help": option.help}
+                for option in info.options]}
 
 
 def render(infos: Sequence[CodeInfo], output_format: str, many: bool = False) -> str:

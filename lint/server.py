@@ -4,10 +4,10 @@ The process imports the linter once and stays warm: the rules, what gradguard kn
 torch, and the project modules a file imports (analysed once per content, as in one
 ``check`` run). Each open document is linted from its text in the editor, not from the
 disk, under its own path: the configuration (the nearest ``pyproject.toml`` at or above
-the file), ``per-file-ignores``, ``# noqa`` comments and imports of other project files
-apply as they do for ``gradguard check`` run from the workspace folder. A file that
-``check`` would not reach from that folder (``.venv/``, ``build/``, an ``exclude`` glob)
-gets no diagnostics.
+the file, as ``check`` finds it for each file), ``per-file-ignores``, rule options,
+``# noqa`` comments and imports of other project files apply as they do for ``gradguard
+check`` run from the workspace folder. A file that ``check`` would not reach from that
+folder (``.venv/``, ``build/``, an ``exclude`` glob) gets no diagnostics.
 
 When: at once on open and save; on change, ``debounce`` seconds after the last change.
 Linting runs in one worker thread (the engine holds per-process state and is not
@@ -41,12 +41,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from gradguard import __version__, checker, cli
-from gradguard import config as configuration
 from gradguard.files import FileFinder
 from gradguard.findings import DECODE_ERROR, SYNTAX_ERROR, Edit, Finding, Fix
 from gradguard.fixes import select_fixes
 from gradguard.ruledoc import doc_url
-from gradguard.noqa import BLANKET, NOQA, noqa_codes, source_lines
+from gradguard.noqa import insertion, source_lines
 
 SOURCE = "gradguard"
 FIX_ALL = "source.fixAll.gradguard"
@@ -54,7 +53,6 @@ DEBOUNCE = cli.DEBOUNCE  # seconds after the last change before a document is li
 _PUBLISH_WAIT = 2.0  # seconds the worker waits for a publication before it collects
 _ERRORS = frozenset({SYNTAX_ERROR, DECODE_ERROR})  # the file is not linted: an error
 _TOKEN = re.compile(r"\w+")
-_TRAILING_SEPARATORS = ", \t"
 
 logger = logging.getLogger("gradguard.server")
 
@@ -124,18 +122,10 @@ def noqa_edit(lines: Sequence[str], line: int, code: str, units: Units
     if index < 0:
         return None
     text = lines[index]
-    codes = noqa_codes(text)
-    if codes == BLANKET or (codes and code.startswith(tuple(codes))):
+    place = insertion(text, [code])
+    if place is None:
         return None
-    if codes:
-        match = NOQA.search(text)
-        at = match.start("codes") + len(match.group("codes").rstrip(_TRAILING_SEPARATORS))
-        insert = f", {code}"
-    else:
-        if text.rstrip().endswith("\\"):
-            return None
-        at = len(text.rstrip())
-        insert = f"  # noqa: {code}"
+    at, insert, _ = place
     where = types.Position(line=index, character=units(text[:at]))
     return types.TextEdit(range=types.Range(start=where, end=where), new_text=insert)
 
@@ -186,40 +176,32 @@ class Published:
 
 
 class Settings:
-    """The plan ``check`` would make for a file: from the nearest configuration at or
-    above its directory, with ``check``'s options. Cached per configuration file, its
-    modification time and size: an edited ``pyproject.toml`` applies from the next lint."""
+    """The plan ``check`` would make for a file, run from the workspace folder ``cwd``:
+    ``check``'s own ``Resolver`` (the nearest configuration at or above the file's
+    directory, else the folder's; the excludes of the configuration of each directory
+    on the way), one per folder. A configuration is read once per modification time and
+    size: an edited ``pyproject.toml`` applies from the next lint, and the directories
+    are looked up again for each lint, so that a new or removed one does too."""
 
     def __init__(self, options: dict) -> None:
         self.options = options
-        self._plans: dict[tuple, tuple[tuple, tuple[cli.Plan, FileFinder]]] = {}
+        self._resolvers: dict[str, cli.Resolver] = {}
 
     def plan(self, path: Optional[str], cwd: Path) -> tuple[cli.Plan, FileFinder]:
         """Raises ``click.ClickException`` for a configuration ``check`` would refuse."""
-        named, isolated = self.options["config_path"], self.options["isolated"]
-        found = None
-        if not isolated:
-            found = Path(named).absolute() if named else configuration.find_pyproject(
-                Path(path).parent if path else cwd)
-        key, stamp = (str(found), str(cwd)), _stamp(found)
-        if key not in self._plans or self._plans[key][0] != stamp:
-            config = cli.load_config(str(found) if found else None, isolated,
-                                     warn=lambda text: logger.warning("%s", text))
-            self._plans[key] = (stamp, cli.make_plan(self.options, config, cwd))
-        return self._plans[key][1]
+        resolver = self._resolvers.get(str(cwd))
+        if resolver is None:
+            resolver = cli.Resolver(self.options, cwd, watch=True,
+                                    warn=lambda text: logger.warning("%s", text))
+            self._resolvers[str(cwd)] = resolver
+        resolver.forget_directories()
+        resolved = resolver.for_file(path) if path else resolver.for_directory(str(cwd))
+        return resolved.plan, resolver.finder
 
 
 def _real(path: str) -> str:
     """A file's identity: the same file named through links or ``..`` is one."""
     return os.path.realpath(path)
-
-
-def _stamp(path: Optional[Path]) -> Optional[tuple[int, int]]:
-    try:
-        status = path.stat() if path else None
-    except OSError:
-        return None
-    return (status.st_mtime_ns, status.st_size) if status else None
 
 
 class GradguardServer(LanguageServer):

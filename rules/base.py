@@ -6,7 +6,9 @@ needs and calls ``report`` with a node and a message. It never walks the tree it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, ClassVar, Optional
+import fnmatch
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Optional
 
 from gradguard.events import (
     AliasWriteRead,
@@ -26,7 +28,34 @@ if TYPE_CHECKING:  # a rule module loads without libcst: a run answered by the c
 
 Report = Callable[["cst.CSTNode", str, str, Optional["Rewrite"]], None]
 LineOf = Callable[["cst.CSTNode"], int]
+Enclosing = Callable[["cst.CSTNode"], tuple[str, ...]]
 FIXABILITY = ("never", "sometimes", "always")  # the values of ``Rule.fixable``
+
+
+@dataclass(frozen=True)
+class Option:
+    """A setting of one rule, in ``[tool.gradguard.rules.<rule-name>]``. Options only
+    relax a rule (they never make it report more). ``default`` gives the type: a tuple
+    is a list of strings in the configuration, else a bool."""
+
+    name: str  # kebab-case, as the configuration spells it
+    default: object
+    help: str  # one or two sentences for the docs and --show-settings
+
+    def parse(self, value: object) -> object:
+        """The value for the rule from the configuration's ``value``; raises
+        ``ValueError`` with what was expected."""
+        if isinstance(self.default, tuple):
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError("must be a list of strings")
+            return tuple(value)
+        if isinstance(self.default, bool):
+            if not isinstance(value, bool):
+                raise ValueError("must be true or false")
+            return value
+        raise TypeError(f"unsupported option type {type(self.default).__name__}")
 
 
 class Rule:
@@ -37,10 +66,29 @@ class Rule:
     # whether findings carry an automatic fix: "never", "sometimes" (some occurrences, or
     # only when the "Fix safety" section's condition holds) or "always"
     fixable: ClassVar[str] = "never"
+    # the rule's settings, from ``[tool.gradguard.rules.<name>]``
+    options: ClassVar[tuple[Option, ...]] = ()
 
-    def __init__(self, report: Report, line_of: LineOf) -> None:
+    def __init__(self, report: Report, line_of: LineOf,
+                 settings: Optional[Mapping[str, object]] = None,
+                 enclosing: Optional[Enclosing] = None) -> None:
         self._report = report
         self.line_of = line_of  # a node's line, for messages that cite another line
+        settings = settings or {}
+        self.settings = {option.name: settings.get(option.name, option.default)
+                         for option in self.options}
+        # the qualified names (``Net.reset_parameters``) of the functions whose body holds
+        # a node, outermost first
+        self.enclosing = enclosing or (lambda node: ())
+
+    def in_function_matching(self, node: cst.CSTNode, globs) -> bool:
+        """Whether ``node`` is inside a function whose name, or qualified name
+        (``Net.reset_parameters``), matches one of ``globs``."""
+        if not globs:
+            return False
+        return any(fnmatch.fnmatchcase(name, glob)
+                   for qualified in self.enclosing(node)
+                   for name in (qualified, qualified.rsplit(".", 1)[-1]) for glob in globs)
 
     def report(self, node: cst.CSTNode, message: str,
                fix: Optional[Rewrite] = None) -> None:

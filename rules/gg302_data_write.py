@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradguard.events import InplaceWrite
-from gradguard.rules.base import Rule, quote
+from gradguard.rules.base import Option, Rule, quote
 
 
 class DataWrite(Rule):
@@ -19,8 +19,9 @@ class DataWrite(Rule):
     ``torch.no_grad()`` the write is not recorded either, but it stays checked.
 
     Writes through ``.data`` are sometimes deliberate (to avoid sharing the version
-    counter). Turn the rule off per project (``ignore = ["GG302"]``) or per line
-    (``# noqa: GG302``) where that is the case.
+    counter), most often in the code that initialises weights. The option ``allow-in``
+    (below) allows them inside functions of the names it lists; turn the rule off per
+    project (``ignore = ["GG302"]``) or per line (``# noqa: GG302``) elsewhere.
 
     ## Example
     ```python
@@ -61,11 +62,21 @@ class DataWrite(Rule):
     name = "data-write"
     summary = "in-place write through `.data` or assignment to `.data`"
     fixable = "sometimes"
+    options = (
+        Option("allow-in", (), "Globs of function names inside which `.data` writes are "
+               "allowed, e.g. `[\"reset_parameters\", \"_init_weights\", \"init_*\"]`. A "
+               "glob matches a function's name or its qualified name (`Net.reset_parameters`), "
+               "and a write is allowed anywhere inside a matching function (its nested "
+               "functions too). Writes into a tensor a graph saved are GG301, which this does "
+               "not relax."),
+    )
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         from gradguard import fixes  # libcst, loaded only where a file is linted
 
         if not event.through_data or event.hits_saved:
+            return
+        if self.in_function_matching(event.node, self.settings["allow-in"]):
             return
         text = event.target_text
         base = text[: -len(".data")] if text.endswith(".data") else None

@@ -514,8 +514,8 @@ def test_select_and_ignore_on_diagnostics(project, args, reported):
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
 def test_unknown_selector_is_usage_error(project, option):
-    result = gg("check", option, "GG9")
-    assert result.exit_code == 2 and "GG9" in result.stderr and "unknown" in result.stderr
+    result = gg("check", option, "GG99")
+    assert result.exit_code == 2 and "GG99" in result.stderr and "unknown" in result.stderr
 
 
 def test_resolve_default_and_prefixes():
@@ -540,8 +540,8 @@ def test_select_enables_default_off_rule():
 def test_parse_and_validate_selectors():
     assert parse_selectors(["gg1, GG002", "GG003"]) == ["GG1", "GG002", "GG003"]
     validate(["GG", "GG1", "GG101", "ALL"], known_codes())
-    with pytest.raises(UnknownSelector, match="'GG9'"):
-        validate(["GG1", "GG9"], known_codes())
+    with pytest.raises(UnknownSelector, match="'GG99'"):
+        validate(["GG1", "GG99"], known_codes())
     assert split_globs(["a, b", "./c/", ""]) == ["a", "b", "c"]
 
 
@@ -635,7 +635,7 @@ def test_config_file_option(project):
 
 @pytest.mark.parametrize("content, message", [
     ('[tool.gradguard]\nselcet = ["GG1"]\n', "selcet"),
-    ('[tool.gradguard]\nselect = ["GG9"]\n', "GG9"),
+    ('[tool.gradguard]\nselect = ["GG99"]\n', "GG99"),
     ('[tool.gradguard]\nselect = 1\n', "list of strings"),
     ('[tool.gradguard]\nselect = [\n', "invalid TOML"),
     ('[tool.gradguard.per-file-ignores]\n"x" = ["XX"]\n', "XX"),
@@ -693,7 +693,7 @@ def test_internal_error_in_runner(project, monkeypatch):
 def test_debug_is_passed_to_check_source(project, monkeypatch):
     seen = []
     monkeypatch.setattr("gradguard.checker.check_source",
-                        lambda s, p, r, debug: seen.append(debug) or [])
+                        lambda s, p, r, debug, *_: seen.append(debug) or [])
     project("a.py")
     gg("check")
     gg("check", "--debug")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gradguard import ruledoc
-from gradguard.checker import check_source
+from gradguard import cli, ruledoc
 from gradguard.rules import ALL_RULES
+from gradguard.selection import known_codes
 from gradguard.rules.base import FIXABILITY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,11 @@ def _blocks(code: str, title: str) -> list[str]:
 
 
 def _findings(source: str, path: str) -> list[tuple[str, int]]:
-    return sorted((f.code, f.line) for f in check_source(source, path, ALL_RULES))
+    """What ``check --select ALL`` reports: every rule, ``noqa`` applied (and GG900, which
+    judges the ``noqa`` comments)."""
+    plan = cli.Plan(codes=frozenset(known_codes()), rules=ALL_RULES, per_file_ignores=(),
+                    roots=())
+    return sorted((f.code, f.line) for f in cli.lint_source(path, source, plan).findings)
 
 
 @pytest.mark.parametrize("code", RULES)

@@ -17,7 +17,7 @@ through the interpreter; see ``docs/design.md``.
 from __future__ import annotations
 
 import traceback
-from typing import Callable, Hashable, Optional, Sequence
+from typing import Callable, Hashable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -40,20 +40,22 @@ from gradguard.project import ModuleScope, Project
 from gradguard.rules.base import handlers_of
 from gradguard.state import Heap, State
 from gradguard.values import ClassVal, Imported, Instance, ModuleObj
+from gradguard.walk import child_nodes
 
 Report = Callable[[cst.CSTNode, str, str], None]
 
 
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
             positions: Positions, path: Optional[str] = None,
-            project: Optional[Project] = None, text: Optional[str] = None) -> "Interpreter":
+            project: Optional[Project] = None, text: Optional[str] = None,
+            options: Optional[Mapping[str, Mapping[str, object]]] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
-    imports of the project's own modules ``project`` resolves); rule failures are
-    appended to ``failures``. The project keeps the module's bindings for the files
-    that import it later."""
+    imports of the project's own modules ``project`` resolves), each with its settings
+    in ``options`` (by code); rule failures are appended to ``failures``. The project
+    keeps the module's bindings for the files that import it later."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
-                              scope=scope)
+                              scope=scope, options=options)
     interpreter.run()
     if project is not None and path is not None and text is not None:
         scope.imports = interpreter.imported
@@ -66,7 +68,8 @@ class Interpreter:
 
     def __init__(self, module: cst.Module, rules, report: Report, failures: list,
                  positions: Positions, project: Optional[Project] = None,
-                 scope: Optional[ModuleScope] = None, bodies: bool = True) -> None:
+                 scope: Optional[ModuleScope] = None, bodies: bool = True,
+                 options: Optional[Mapping[str, Mapping[str, object]]] = None) -> None:
         self.module = module
         self.project = project
         self.scope = scope if scope is not None else ModuleScope(None, module)
@@ -76,8 +79,10 @@ class Interpreter:
         self._report = report
         self._reported: set = set()
         self.handlers: dict[str, list] = {}  # event kind -> (rule, handler) pairs
+        self._functions: dict[int, list[tuple[str, cst.FunctionDef]]] = {}  # by module
         for rule_class in rules:
-            rule = rule_class(self._report_once, self.line_of)
+            rule = rule_class(self._report_once, self.line_of,
+                              (options or {}).get(rule_class.code), self.enclosing)
             for kind, handler in handlers_of(rule).items():
                 self.handlers.setdefault(kind, []).append((rule, handler))
 
@@ -157,19 +162,22 @@ class Interpreter:
         return cite(path, line)
 
     def place(self, node: cst.CSTNode) -> tuple[Optional[str], int, int]:
-        """(path, line, column) of a node of this module or of a module it imports. The
-        modules whose code was followed come first, the most recent first: a foreign node
-        is almost always one of theirs, and each module searched costs a pass over it."""
+        """(path, line, column) of a node of this module or of a module it imports."""
+        scope, start = self._locate(node)
+        return scope.path, start.line, start.column
+
+    def _locate(self, node: cst.CSTNode):
+        """The module (scope) a node is in, and where it starts there. The modules whose
+        code was followed come first, the most recent first: a foreign node is almost
+        always one of theirs, and each module searched costs a pass over it."""
         home = self.homes.get(id(node))
         if home is not None:
             try:
-                start = home.positions.start(node)
-                return home.path, start.line, start.column
+                return home, home.positions.start(node)
             except KeyError:
                 pass
         try:
-            start = self.positions.start(node)
-            return self.scope.path, start.line, start.column
+            return self.scope, self.positions.start(node)
         except KeyError:
             followed = list(reversed(self.calls.entered))
             for scope in followed + [s for s in self.imported if s not in followed]:
@@ -177,8 +185,29 @@ class Interpreter:
                     start = scope.positions.start(node)
                 except KeyError:
                     continue
-                return scope.path, start.line, start.column
+                return scope, start
             raise
+
+    def enclosing(self, node: cst.CSTNode) -> tuple[str, ...]:
+        """The qualified names (``Net.reset_parameters``, ``outer.inner``) of the
+        functions whose definition holds ``node``, outermost first: what rule options
+        that name functions match. Asked only by such options; each module's functions
+        are listed once."""
+        try:
+            scope, start = self._locate(node)
+        except KeyError:
+            return ()
+        functions = self._functions.get(id(scope.module))
+        if functions is None:
+            functions = self._functions[id(scope.module)] = _functions_in(scope.module)
+        where = (start.line, start.column)
+        names = []
+        for name, function in functions:  # outer functions come before inner ones
+            span = scope.positions.range(function)
+            if (span.start.line, span.start.column) <= where \
+                    < (span.end.line, span.end.column):
+                names.append(name)
+        return tuple(names)
 
     def dispatch(self, kind: str, event) -> None:
         for recording in self.calls.recordings:  # a summary replays what it told rules
@@ -275,3 +304,25 @@ def _statements(node: cst.CSTNode, nested: bool = True) -> int:
                 stack.append(part)
     return count
 
+
+
+def _functions_in(module: cst.Module) -> list[tuple[str, cst.FunctionDef]]:
+    """Every function definition of ``module`` with its qualified name, in the order of
+    the source (an outer function before the ones it defines)."""
+    found: list[tuple[str, cst.FunctionDef]] = []
+
+    def visit(node: cst.CSTNode, prefix: str) -> None:
+        for child in child_nodes(node):
+            if isinstance(child, (cst.SimpleStatementLine, cst.BaseExpression)):
+                continue  # no definition statement in there
+            if isinstance(child, cst.FunctionDef):
+                name = prefix + child.name.value
+                found.append((name, child))
+                visit(child.body, name + ".")
+            elif isinstance(child, cst.ClassDef):
+                visit(child.body, prefix + child.name.value + ".")
+            else:
+                visit(child, prefix)
+
+    visit(module, "")
+    return found
