@@ -42,8 +42,36 @@ def check_source(
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
+    _make_room(len(source))
     with _COLLECTOR:
         return _on_deep_stack(lambda: _check(source, path, rules, debug, options))
+
+
+# Memory: the modules imports led to are kept for the files after (each with its tree),
+# and a file's own tree costs some 600 bytes per byte of source (the largest torch file,
+# 1.4 MB, takes 0.8 GB). Before a file that would take the process over the budget, the
+# kept modules go: a worker of a long run stays under a gigabyte.
+MEMORY_BUDGET = 1 << 30
+TREE_BYTES_PER_SOURCE_BYTE = 600
+
+
+def _make_room(size: int) -> None:
+    resident = _resident_bytes()
+    if resident is not None and resident + size * TREE_BYTES_PER_SOURCE_BYTE > MEMORY_BUDGET:
+        PROJECT.forget()
+        gc.collect()
+
+
+def _resident_bytes() -> Optional[int]:
+    """This process's resident memory (Linux); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class _Collector:

@@ -209,6 +209,13 @@ class Project:
             if evicted is not None:
                 self._evicted.append(evicted)
 
+    def forget(self) -> None:
+        """Let every kept module go (to make room for a large file): they are analysed
+        again if a later file imports them."""
+        self._evicted += [scope for scope in self._scopes.values() if scope is not None]
+        self._scopes.clear()
+        self.release()
+
     def release(self) -> None:
         """Between files: empty the scopes the cache let go (their functions name them,
         a cycle that reference counting alone would never free)."""
