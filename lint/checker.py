@@ -49,15 +49,20 @@ def check_source(
 
 # Memory: the modules imports led to are kept for the files after (each with its tree),
 # and a file's own tree costs some 600 bytes per byte of source (the largest torch file,
-# 1.4 MB, takes 0.8 GB). Before a file that would take the process over the budget, the
-# kept modules go: a worker of a long run stays under a gigabyte.
+# 1.4 MB, takes 0.8 GB). Before a large file (a tree of a quarter of the budget or more)
+# that would take the process over the budget, the kept modules go. Only then: the
+# memory a process has held is not given back at once, and forgetting before every file
+# would analyse every import again.
 MEMORY_BUDGET = 1 << 30
 TREE_BYTES_PER_SOURCE_BYTE = 600
 
 
 def _make_room(size: int) -> None:
+    tree = size * TREE_BYTES_PER_SOURCE_BYTE
+    if tree < MEMORY_BUDGET // 4:
+        return
     resident = _resident_bytes()
-    if resident is not None and resident + size * TREE_BYTES_PER_SOURCE_BYTE > MEMORY_BUDGET:
+    if resident is not None and resident + tree > MEMORY_BUDGET:
         PROJECT.forget()
         gc.collect()
 

@@ -228,6 +228,7 @@ def _stored(path: str, source: bytes, plan: Plan, cache: Cache, key: str) -> Opt
 
 SMALL_RUN_FILES = 8  # fewer files than this are linted in this process: no pool to start
 SMALL_RUN_BYTES = 256 * 1024  # ... and so are files this small in all
+LARGE_FILE_BYTES = 256 * 1024  # a file whose chunk goes first, not last
 
 
 def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
@@ -239,9 +240,9 @@ def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
     (``Resolver.plan_for``: asked here, so that only plans travel to the processes).
     ``bar`` advances as files are done, in whatever order the processes finish them.
 
-    Files go to the processes in chunks of neighbours (files of one directory import
-    the same modules, which a process analyses once), the largest chunks first, so that
-    one big file does not finish last. The results ``cache`` holds are taken here first:
+    Files go to the processes in chunks of neighbours, in path order (files of one
+    directory import the same modules, which a process analyses once), but the chunks
+    that hold a large file first, so that one big file does not finish last. The results ``cache`` holds are taken here first:
     only the other files go to the processes (which store theirs)."""
     plan_for = plan if callable(plan) else (lambda path: plan)
     results: dict[str, Outcome] = {}
@@ -263,8 +264,9 @@ def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
         return [results[path] for path in paths]
     size = max(1, min(8, len(todo) // (workers * 4)))  # few round trips, every worker busy
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-    weights = [sum(_size(path) for path, _ in chunk) for chunk in chunks]
-    order = sorted(range(len(chunks)), key=lambda i: -weights[i])
+    # the chunks holding a large file first, the others in path order (neighbours)
+    order = sorted(range(len(chunks)), key=lambda i: not any(
+        _size(path) >= LARGE_FILE_BYTES for path, _ in chunks[i]))
     done: list[list[Outcome]] = [[] for _ in chunks]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_lint_chunk, chunks[i], cache): i for i in order}
