@@ -242,8 +242,9 @@ def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
 
     Files go to the processes in chunks of neighbours, in path order (files of one
     directory import the same modules, which a process analyses once), but the chunks
-    that hold a large file first, so that one big file does not finish last. The results ``cache`` holds are taken here first:
-    only the other files go to the processes (which store theirs)."""
+    that hold a large file first, so that one big file does not finish last. The
+    results ``cache`` holds are taken here first: only the other files go to the
+    processes (which store theirs)."""
     plan_for = plan if callable(plan) else (lambda path: plan)
     results: dict[str, Outcome] = {}
     for path in paths if cache is not None else ():

@@ -59,7 +59,10 @@ def recording_reads() -> Iterator[set]:
     try:
         yield paths
     finally:
-        _RECORDINGS.remove(paths)
+        # by identity, the innermost: two recordings may hold the same paths (a set
+        # equal to another), and list.remove would take the wrong one
+        assert _RECORDINGS[-1] is paths
+        _RECORDINGS.pop()
 
 
 @dataclass(eq=False)

@@ -153,3 +153,18 @@ def test_the_key_is_the_same_in_every_process(project):
                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout
               for seed in ("1", "2", "3")}
     assert len(prints) == 1 and prints != {""}
+
+
+def test_nested_recordings_keep_their_own_reads():
+    """An import analysed while a file is linted records into both; equal sets must not
+    be mistaken for one another when they close."""
+    from gradguard.project import note_read, recording_reads
+
+    with recording_reads() as outer:
+        with recording_reads() as inner:
+            note_read("a.py")
+        assert inner == outer == {"a.py"}
+        with recording_reads() as second:
+            note_read("b.py")
+        note_read("c.py")
+    assert outer == {"a.py", "b.py", "c.py"} and second == {"b.py"} and inner == {"a.py"}
