@@ -52,7 +52,7 @@ from gradguard.engine.common import NEUTRAL_DECORATORS
 from gradguard.facts import Tri
 from gradguard.files import read_file
 from gradguard.knowledge import TORCH
-from gradguard.project import note_read
+from gradguard.reads import note_read
 
 if TYPE_CHECKING:
     import libcst as cst

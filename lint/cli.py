@@ -198,7 +198,7 @@ def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
     stored = _stored(path, source, plan, cache, key)
     if stored is not None:
         return stored
-    from gradguard.project import recording_reads  # noqa: PLC0415 - only when linting
+    from gradguard.reads import recording_reads  # noqa: PLC0415 - only when linting
 
     with recording_reads() as reads:
         outcome = lint_source(path, source, plan)

@@ -18,7 +18,6 @@ unknowns.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gradguard.files import decode, read_file
+from gradguard.reads import note_read, recording_reads
 from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
 
@@ -36,33 +36,6 @@ MAX_SCOPES = 256  # analysed modules kept (each holds its tree), the least recen
 # Where installed packages live: not a project's source root (their own relative imports
 # still resolve).
 INSTALLED = frozenset({"site-packages", "dist-packages"})
-
-
-# ----------------------------------------------------------------------------- reads
-_RECORDINGS: list[set] = []
-
-
-def note_read(path) -> None:
-    """A result being computed depends on the content of the project file at ``path``
-    (an imported module analysed or reused, a module screened, a caller's file parsed):
-    every recording open now holds it."""
-    for paths in _RECORDINGS:
-        paths.add(str(path))
-
-
-@contextlib.contextmanager
-def recording_reads() -> Iterator[set]:
-    """The paths ``note_read`` hears of while the block runs (what a cached result must
-    be checked against)."""
-    paths: set = set()
-    _RECORDINGS.append(paths)
-    try:
-        yield paths
-    finally:
-        # by identity, the innermost: two recordings may hold the same paths (a set
-        # equal to another), and list.remove would take the wrong one
-        assert _RECORDINGS[-1] is paths
-        _RECORDINGS.pop()
 
 
 @dataclass(eq=False)

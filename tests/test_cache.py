@@ -158,7 +158,7 @@ def test_the_key_is_the_same_in_every_process(project):
 def test_nested_recordings_keep_their_own_reads():
     """An import analysed while a file is linted records into both; equal sets must not
     be mistaken for one another when they close."""
-    from gradguard.project import note_read, recording_reads
+    from gradguard.reads import note_read, recording_reads
 
     with recording_reads() as outer:
         with recording_reads() as inner:
