@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Iterable, Optional
 
-from gradguard.files import write_atomically
+from gradguard.files import read_file, write_atomically
 from gradguard.findings import Edit, Finding, Fix
 
 DIRECTORY_NAME = ".gradguard_cache"
@@ -145,9 +145,7 @@ def code_fingerprint() -> str:
 # ----------------------------------------------------------------------------- entries
 def _stamp(path: str) -> list:
     status = os.stat(path)
-    with open(path, "rb") as handle:
-        content = handle.read()
-    return [path, status.st_size, status.st_mtime_ns, digest(content)]
+    return [path, status.st_size, status.st_mtime_ns, digest(read_file(path))]
 
 
 def _unchanged(path: str, size: int, mtime_ns: int, content_digest: str) -> bool:
@@ -157,8 +155,7 @@ def _unchanged(path: str, size: int, mtime_ns: int, content_digest: str) -> bool
         status = os.stat(path)
         if status.st_size == size and status.st_mtime_ns == mtime_ns:
             return True
-        with open(path, "rb") as handle:
-            return status.st_size == size and digest(handle.read()) == content_digest
+        return status.st_size == size and digest(read_file(path)) == content_digest
     except OSError:
         return False
 

@@ -10,6 +10,7 @@ formatting elsewhere are kept byte for byte.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
@@ -23,15 +24,18 @@ from gradguard.positions import Positions
 
 
 class Source:
-    """A module as rewrites read it. Parents are resolved on first use (a pass over the
-    tree, paid only by files with a fixable finding)."""
+    """A module as rewrites read it. Its lines and parents are made on first use (every
+    linted file has a Source; only a file with a fixable finding pays for them)."""
 
     def __init__(self, module: cst.Module, positions: Positions, text: str) -> None:
         self.module = module
         self.positions = positions
         self.text = text
-        self.lines = split_lines(text)
         self._parents: Optional[dict] = None
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return split_lines(self.text)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         if self._parents is None:
@@ -172,16 +176,15 @@ class NoGradWrap(Rewrite):
 
     With ``strip_data``, the write stops going through ``.data`` (``p.data.mul_(k)``
     becomes ``p.mul_(k)``) and ``x.data = y`` becomes ``x.copy_(y)``. Safe when the
-    statement's value is bound to no name and ``safe`` says the change keeps what the
-    program computes; unsafe otherwise.
+    statement's value is bound to no name and it is not ``x.data = y`` (``copy_`` needs
+    ``y`` to have ``x``'s shape); unsafe otherwise.
 
     Writes one after another share one block: a statement right after a ``with
     torch.no_grad():`` block moves into it, and each wrap holds back a fix of the next
     statement until the following round (it then finds this block before it)."""
 
-    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False,
-                 safe: bool = True) -> None:
-        self.node, self.message, self.strip_data, self.safe = node, message, strip_data, safe
+    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False) -> None:
+        self.node, self.message, self.strip_data = node, message, strip_data
 
     def fix(self, source: Source) -> Optional[Fix]:
         statement = statement_of(source, self.node)
@@ -206,19 +209,18 @@ class NoGradWrap(Rewrite):
                   if source.lines[number - 1].strip()]
         # hold back a wrap of the next statement for a round
         holds_back = (source.span(following)[:2],) if following is not None else ()
-        safe = self.safe and stands_alone(statement)
+        data_assignment = self.strip_data and _assigns_data(statement)
         if self.strip_data:
-            data_edits = self._without_data(source, statement)
+            data_edits = self._without_data(source, statement, data_assignment)
             if data_edits is None:
                 return None
             edits += data_edits
-            safe = safe and not (isinstance(statement, cst.Assign)
-                                 and _is_data(statement.targets[0].target))
+        safe = stands_alone(statement) and not data_assignment
         return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)), holds_back)
 
-    def _without_data(self, source: Source, statement) -> Optional[list[Edit]]:
-        if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
-                and _is_data(statement.targets[0].target):  # x.data = y: x.copy_(y)
+    def _without_data(self, source: Source, statement,
+                      data_assignment: bool) -> Optional[list[Edit]]:
+        if data_assignment:  # x.data = y: x.copy_(y)
             _, _, line, col = source.span(statement.targets[0].target.value)
             value_line, value_col, end_line, end_col = source.span(statement.value)
             return [Edit(line, col, value_line, value_col, ".copy_("),
@@ -254,6 +256,12 @@ def _is_no_grad_block(statement: cst.CSTNode, torch: str) -> bool:
     return isinstance(call, cst.Call) and not call.args \
         and isinstance(call.func, cst.Attribute) and call.func.attr.value == "no_grad" \
         and isinstance(call.func.value, cst.Name) and call.func.value.value == torch
+
+
+def _assigns_data(statement: cst.BaseSmallStatement) -> bool:
+    """``x.data = y``: one target, ``.data`` of something."""
+    return isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+        and _is_data(statement.targets[0].target)
 
 
 def _is_data(target: cst.CSTNode) -> bool:
