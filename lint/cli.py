@@ -187,23 +187,20 @@ def read_lines(path: str) -> list[str]:
 
 def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
     """Read and lint one file; a file that cannot be read gives ``Outcome.error``. With
-    a ``cache``, a result stored for these bytes is used, and a new one stored."""
+    a ``cache``, the result is stored there (``lint_all`` has looked it up first, with
+    ``cached_outcome``)."""
     try:
         source = read_file(path)
     except OSError as error:
         return Outcome(path, [], error=f"{path}: {error.strerror or error}")
     if cache is None:
         return lint_source(path, source, plan)
-    key = cache.key(path, source, plan)
-    stored = _stored(path, source, plan, cache, key)
-    if stored is not None:
-        return stored
     from gradguard.reads import recording_reads  # noqa: PLC0415 - only when linting
 
     with recording_reads() as reads:
         outcome = lint_source(path, source, plan)
     if not any(f.code == INTERNAL_ERROR for f in outcome.findings):  # a bug: not kept
-        cache.put(key, outcome.findings, outcome.noqa_used, reads)
+        cache.put(cache.key(path, source, plan), outcome.findings, outcome.noqa_used, reads)
     return outcome
 
 
@@ -213,11 +210,7 @@ def cached_outcome(path: str, plan: Plan, cache: Cache) -> Optional[Outcome]:
         source = read_file(path)
     except OSError:
         return None
-    return _stored(path, source, plan, cache, cache.key(path, source, plan))
-
-
-def _stored(path: str, source: bytes, plan: Plan, cache: Cache, key: str) -> Optional[Outcome]:
-    stored = cache.get(key)
+    stored = cache.get(cache.key(path, source, plan))
     if stored is None:
         return None
     findings, noqa_used = stored
