@@ -22,6 +22,7 @@ from gradguard.citations import render
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import PROJECT, on_disk
+from gradguard.parse import parse_module
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
 from gradguard.fixes import Rewrite, Source
 from gradguard.rules import ALL_RULES, Rule
@@ -163,7 +164,7 @@ def _check(source, path, rules, debug, options=None) -> list[Finding]:
         _, module, positions = _LAST_PARSE[0]
     else:
         try:
-            module = cst.parse_module(text)
+            module = parse_module(text)
         except Exception as error:  # ParserSyntaxError, RecursionError, native parser errors
             return [_syntax_finding(path, text, error)]
         if _deeply_nested(text):  # libcst accepts what CPython's parser refuses

@@ -27,6 +27,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.files import decode, read_file
+from gradguard.parse import parse_module
 from gradguard.reads import note_read, recording_reads
 from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
@@ -204,7 +205,7 @@ class Project:
 
         try:
             text = decode_source(read_file(path))
-            module = cst.parse_module(text)
+            module = parse_module(text)
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
         scope = ModuleScope(str(path), module, text=text)
