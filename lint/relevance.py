@@ -42,20 +42,24 @@ def may_matter(events: Iterable[tuple[str, str]]) -> bool:
 
 
 def cst_events(function: cst.FunctionDef) -> Iterator[tuple[str, str]]:
+    # ``type(node) is``: libcst's node classes are final, and ``isinstance`` against
+    # them (abstract base classes) runs Python code on every call
     for node in walk(function.body):
-        if isinstance(node, cst.AugAssign):
+        kind = type(node)
+        if kind is cst.AugAssign:
             yield "augmented", ""
-        elif isinstance(node, cst.AssignTarget):
-            if isinstance(node.target, cst.Subscript):
+        elif kind is cst.AssignTarget:
+            target = type(node.target)
+            if target is cst.Subscript:
                 yield "item_store", ""
-            elif isinstance(node.target, cst.Attribute):
+            elif target is cst.Attribute:
                 yield "attribute_store", node.target.attr.value
-        elif isinstance(node, cst.Name):
+        elif kind is cst.Name:
             yield "name", node.value
-        elif isinstance(node, cst.Call):
+        elif kind is cst.Call:
             func = node.func
-            yield "call", (func.attr.value if isinstance(func, cst.Attribute)
-                           else func.value if isinstance(func, cst.Name) else "")
+            yield "call", (func.attr.value if type(func) is cst.Attribute
+                           else func.value if type(func) is cst.Name else "")
             for arg in node.args:
                 if arg.keyword is not None:
                     yield "keyword", arg.keyword.value

@@ -28,13 +28,32 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _LAYOUT):
-                yield value
-        elif isinstance(value, (list, tuple)):
+        kind = _KINDS.get(type(value))
+        if kind is None:
+            kind = _kind(type(value))
+        if kind is _CHILD:
+            yield value
+        elif kind is _SEQUENCE:
             for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _LAYOUT):
+                item_kind = _KINDS.get(type(item))
+                if item_kind is None:
+                    item_kind = _kind(type(item))
+                if item_kind is _CHILD:
                     yield item
+
+
+# What a field's value is, by its type: decided once per type, because ``isinstance``
+# against libcst's classes (abstract base classes) runs Python code on every call, and
+# reading trees made millions of them.
+_CHILD, _SEQUENCE, _OTHER = "child", "sequence", "other"
+_KINDS: dict[type, str] = {list: _SEQUENCE, tuple: _SEQUENCE}
+
+
+def _kind(value_type: type) -> str:
+    kind = _CHILD if issubclass(value_type, cst.CSTNode) \
+        and not issubclass(value_type, _LAYOUT) else _OTHER
+    _KINDS[value_type] = kind
+    return kind
 
 
 def walk(root: cst.CSTNode,

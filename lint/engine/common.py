@@ -18,10 +18,10 @@ from gradguard.values import (
 def dotted(node: cst.CSTNode) -> Optional[str]:
     """``self.fc.weight`` for a chain of names and attributes, else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # a final class: cheaper than isinstance
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -94,11 +94,20 @@ def _registered_names(call: cst.BaseExpression, owner: str) -> set:
 
 
 def _is_expression(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.BaseExpression)
+    known = _EXPRESSION_TYPES.get(type(node))
+    if known is None:
+        known = _EXPRESSION_TYPES[type(node)] = issubclass(type(node), cst.BaseExpression)
+    return known
+
+
+_EXPRESSION_TYPES: dict[type, bool] = {}  # by type: isinstance on libcst classes is slow
 
 
 def _is_scope(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+    return type(node) in _SCOPES
+
+
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 
 PARAMS = "*params"  # the storage name standing for "some parameter of this owner"
