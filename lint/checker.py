@@ -18,6 +18,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 import libcst as cst
 
 from gradguard.engine import analyze
+from gradguard import memory
 from gradguard.citations import render
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
@@ -48,36 +49,18 @@ def check_source(
         return _on_deep_stack(lambda: _check(source, path, rules, debug, options))
 
 
-# Memory: the modules imports led to are kept for the files after (each with its tree),
-# and a file's own tree costs some 600 bytes per byte of source (the largest torch file,
-# 1.4 MB, takes 0.8 GB). Before a large file (a tree of a quarter of the budget or more)
-# that would take the process over the budget, the kept modules go. Only then: the
-# memory a process has held is not given back at once, and forgetting before every file
-# would analyse every import again.
-MEMORY_BUDGET = 1 << 30
-TREE_BYTES_PER_SOURCE_BYTE = 600
-
-
+# Memory: the modules imports led to are kept for the files after (each with its tree).
+# Before a large file that would take the process over the budget, the kept modules go.
+# Only then: the memory a process has held is not given back at once, and forgetting
+# before every file would analyse every import again. (A run with other files lints a
+# large file in a process of its own: ``cli.lint_all``.)
 def _make_room(size: int) -> None:
-    tree = size * TREE_BYTES_PER_SOURCE_BYTE
-    if tree < MEMORY_BUDGET // 4:
+    if not memory.is_large(size):
         return
-    resident = _resident_bytes()
-    if resident is not None and resident + tree > MEMORY_BUDGET:
+    resident = memory.resident_bytes()
+    if resident is not None and resident + memory.tree_bytes(size) > memory.BUDGET:
         PROJECT.forget()
         gc.collect()
-
-
-def _resident_bytes() -> Optional[int]:
-    """This process's resident memory (Linux); None where it cannot be read."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class _Collector:

@@ -18,7 +18,9 @@ import json
 import os
 import sys
 import traceback
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Callable, Collection, Optional, Sequence, Union
 
 import click
 
-from gradguard import __version__, progress, report, ruledoc, selection
+from gradguard import __version__, memory, progress, report, ruledoc, selection
 from gradguard import cache as cache_module
 from gradguard import config as configuration
 from gradguard.cache import Cache
@@ -221,7 +223,7 @@ def cached_outcome(path: str, plan: Plan, cache: Cache) -> Optional[Outcome]:
 
 SMALL_RUN_FILES = 8  # fewer files than this are linted in this process: no pool to start
 SMALL_RUN_BYTES = 256 * 1024  # ... and so are files this small in all
-LARGE_FILE_BYTES = 256 * 1024  # a file whose chunk goes first, not last
+FIRST_FILE_BYTES = 256 * 1024  # a file whose chunk goes first, not last
 
 
 def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
@@ -252,15 +254,15 @@ def lint_all(paths: Sequence[str], plan: Union[Plan, Callable[[str], Plan]],
         workers = 1
     if workers == 1 or len(todo) < 2:
         for path, its_plan in todo:
-            results[path] = lint_path(path, its_plan, cache)
+            results[path] = _lint_in_run(path, its_plan, cache, alone=len(todo) == 1)
             if bar:
                 bar.advance()
         return [results[path] for path in paths]
-    size = max(1, min(8, len(todo) // (workers * 4)))  # few round trips, every worker busy
+    size = max(1, min(32, len(todo) // (workers * 4)))  # few round trips, every worker busy
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     # the chunks holding a large file first, the others in path order (neighbours)
     order = sorted(range(len(chunks)), key=lambda i: not any(
-        _size(path) >= LARGE_FILE_BYTES for path, _ in chunks[i]))
+        _size(path) >= FIRST_FILE_BYTES for path, _ in chunks[i]))
     done: list[list[Outcome]] = [[] for _ in chunks]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_lint_chunk, chunks[i], cache): i for i in order}
@@ -316,7 +318,31 @@ def _size(path: str) -> int:
 
 def _lint_chunk(work: Sequence[tuple[str, Plan]], cache: Optional[Cache]) -> list[Outcome]:
     """A process's share: (path, plan) pairs; a chunk's pickle holds each plan once."""
-    return [lint_path(path, plan, cache) for path, plan in work]
+    return [_lint_in_run(path, plan, cache, alone=False) for path, plan in work]
+
+
+def _lint_in_run(path: str, plan: Plan, cache: Optional[Cache], alone: bool) -> Outcome:
+    """``lint_path``; a large file (``memory.is_large``) in a process of its own unless it
+    is the run's only file: a process that held its tree stays large for the files after
+    (Python keeps what it freed in pieces), and torch's largest tree alone is 0.8 GB."""
+    if alone or not memory.is_large(_size(path)):
+        return lint_path(path, plan, cache)
+    return lint_path_apart(path, plan, cache)
+
+
+def lint_path_apart(path: str, plan: Plan, cache: Optional[Cache]) -> Outcome:
+    """``lint_path`` in a new process that ends with it (spawned, not forked: a fork
+    would start as large as this one). A process that dies (killed for memory) gives the
+    file an internal-error finding; the run goes on."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as apart:
+        try:
+            return apart.submit(lint_path, path, plan, cache).result()
+        except BrokenProcessPool:
+            died = Finding(path, 1, 1, INTERNAL_ERROR,
+                           "internal error: the process linting this file ended abruptly "
+                           "(killed, perhaps for memory)")
+            return Outcome(path, [died] if INTERNAL_ERROR in plan.codes else [])
 
 
 # --- Settings ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard import memory
 from gradguard.files import decode, read_file
 from gradguard.parse import parse_module
 from gradguard.reads import note_read, recording_reads
@@ -154,8 +155,9 @@ class Project:
 
     # ----------------------------------------------------------------- analysing
     def scope_of(self, path: Path) -> Optional[ModuleScope]:
-        """The analysed module at ``path``; None if it cannot be read or parsed, or if it
-        is already being analysed (an import cycle) or too deep in an import chain."""
+        """The analysed module at ``path``; None if it cannot be read or parsed, if it
+        is already being analysed (an import cycle) or too deep in an import chain, or if
+        its tree alone would take a quarter of a process's memory (``memory.is_large``)."""
         key = _key_of(path)
         if key is None:
             return None
@@ -168,6 +170,8 @@ class Project:
             return scope
         if str(path) in self._analysing or len(self._analysing) >= MAX_IMPORT_DEPTH:
             return None
+        if memory.is_large(key[2]):  # torch's generated tables: a quarter GB of tree each,
+            return None  # kept for the rest of the run; what they bind stays unknown
         self._analysing.append(str(path))
         try:
             with recording_reads() as reads:

@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from gradguard import cli, config as configuration
+from gradguard import cli, memory, config as configuration
 from gradguard.files import DEFAULT_EXCLUDE, split_globs
 from gradguard.findings import Finding
 from gradguard.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
@@ -734,6 +736,44 @@ def test_a_small_run_stays_in_one_process_and_a_large_one_does_not(tmp_path, mon
     assert [o.path for o in cli.lint_all(paths, plan, None)] == paths and pools == [2]
     cli.lint_all(paths[:3], plan, 2)  # asked for: a pool even for a small run
     assert pools == [2, 2]
+
+
+def test_a_large_file_is_linted_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """Unless it is the run's only file: a process that held a tree of a quarter of the
+    memory budget stays large for the files after."""
+    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    paths = [str(tmp_path / name) for name in ("a.py", "big.py", "c.py")]
+    for path in paths:
+        Path(path).write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n"
+                              + ("x = 1\n" * 2000 if "big" in path else ""))
+    expected = [cli.lint_path(path, plan) for path in paths]
+    apart = []
+    monkeypatch.setattr(cli, "lint_path_apart", lambda path, *rest: apart.append(path)
+                        or cli.lint_path(path, *rest))
+    monkeypatch.setattr(memory, "BUDGET", Path(paths[1]).stat().st_size * 600 * 4)
+    assert cli.lint_all(paths, plan, 1) == expected and apart == [paths[1]]
+    assert cli.lint_all(paths[1:2], plan, 1) == expected[1:2] and apart == [paths[1]]
+
+
+def test_a_file_linted_apart_gives_what_it_gives_here(tmp_path):
+    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    path = tmp_path / "leaf.py"
+    path.write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n")
+    outcome = cli.lint_path_apart(str(path), plan, None)  # a spawned process
+    assert outcome == cli.lint_path(str(path), plan) and outcome.findings[0].code == "GG101"
+
+
+def test_a_process_that_dies_gives_an_internal_error(tmp_path, monkeypatch):
+    class Dying(cli.ProcessPoolExecutor):
+        def submit(self, *args, **kwargs):
+            future = Future()
+            future.set_exception(BrokenProcessPool("killed"))
+            return future
+
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", Dying)
+    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    [finding] = cli.lint_path_apart(str(tmp_path / "big.py"), plan, None).findings
+    assert finding.code == "GG003" and "ended abruptly" in finding.message
 
 
 def test_jobs_give_the_same_output(project):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from gradguard import check_source, cli
+from gradguard import check_source, cli, memory
 from gradguard.flake8_plugin import GradguardPlugin
 from gradguard.project import Project
 
@@ -100,6 +100,24 @@ def test_a_leaf_made_by_a_helper_in_another_file(tree):
     [finding] = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
     assert (finding.line, finding.code) == (6, "GG101")
     assert "line 16 of models.py" in finding.message
+
+
+def test_a_module_too_large_to_analyse_gives_unknowns(tree, monkeypatch):
+    """A module whose tree alone would take a quarter of the memory budget (torch's
+    generated tables) is not analysed for an import: what it binds is unknown."""
+    main = """\
+        import torch
+        import models
+
+        w = models.init_params((3,))
+        w -= 0.1
+        """
+    root = tree({"models.py": MODELS, "main.py": main})
+    source = (root / "main.py").read_bytes()
+    assert [f.code for f in check_source(source, str(root / "main.py"))] == ["GG101"]
+    monkeypatch.setattr(memory, "BUDGET", len(MODELS) * memory.TREE_BYTES_PER_SOURCE_BYTE * 4)
+    (root / "models.py").write_text(MODELS + "\n")  # a new version: analysed again, or not
+    assert check_source(source, str(root / "main.py")) == []
 
 
 def test_relative_import_inside_a_package(tree):
