@@ -569,7 +569,9 @@ def verify_options(command):
     """The options of a replay under torch, shared by ``check --verify`` and ``verify``."""
     command = click.option("--max-memory", type=click.IntRange(min=0), default=8192,
                            show_default=True, metavar="MB",
-                           help="Address-space limit of the replay (0: none).")(command)
+                           help="Address-space limit of the replay (0: none; not applied with "
+                                "--device cuda, whose driver reserves more than it uses)."
+                           )(command)
     command = click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0,
                            show_default=True, metavar="SECONDS",
                            help="Wall-clock limit of each replay.")(command)

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from gradguard import cli
+from gradguard.verify import runner
 from gradguard.verify.runner import run_contained
 
 pytest.importorskip("torch")
@@ -54,6 +55,20 @@ def test_a_memory_bomb_is_stopped_by_the_address_space_limit(tmp_path):
     outcome = run(path, memory=3072)
     assert outcome.status == "crashed"
     assert "MemoryError" in (outcome.error or "")
+
+
+def test_the_address_space_limit_is_for_the_cpu_only(tmp_path, monkeypatch):
+    """CUDA's driver reserves more address space than 8 GiB: under the limit, torch in the
+    replay found no GPU on an H200 (2026-11-26). So a cuda replay runs without it."""
+    path = script(tmp_path, "limit.py", "import resource\n"
+                  "print('AS', resource.getrlimit(resource.RLIMIT_AS)[0])\n")
+    cpu = run_contained(["--script", path, "--"], [path], 30.0, 3072, "cpu")
+    assert f"AS {3072 * 1024 * 1024}" in cpu.output  # the limit the child runs under
+    limits = []
+    monkeypatch.setattr(runner, "_limits", lambda mb: limits.append(mb) or (lambda: None))
+    run_contained(["--script", path, "--"], [path], 30.0, 3072, "cuda")
+    run_contained(["--script", path, "--"], [path], 30.0, 3072, "cpu")
+    assert limits == [0, 3072]
 
 
 def test_os_exit_is_a_crash_not_a_hang(tmp_path):

@@ -41,7 +41,9 @@ def run_contained(target: list[str], trace: list[str], timeout: float,
                   max_memory_mb: int, device: str = "cpu",
                   python: str = sys.executable) -> Outcome:
     """Run ``target`` (``["--script", path, "--", *args]`` or ``["--module", name, "--",
-    *args]``) under the monitor in a child process and return what happened."""
+    *args]``) under the monitor in a child process and return what happened. The
+    address-space limit applies on the CPU only: CUDA's driver reserves far more address
+    space than the process uses (under 8 GiB it does not start: torch then finds no GPU)."""
     with tempfile.TemporaryDirectory(prefix="gradguard-verify-") as workdir:
         result_path = os.path.join(workdir, "result.json")
         command = [python, "-m", "gradguard.verify.child", result_path, "--device", device]
@@ -57,7 +59,7 @@ def run_contained(target: list[str], trace: list[str], timeout: float,
             child = subprocess.Popen(
                 command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_limits(max_memory_mb))
+                preexec_fn=_limits(max_memory_mb if device == "cpu" else 0))
         except OSError as error:
             return Outcome("crashed", error=f"cannot start the child: {error}")
         try:
