@@ -33,6 +33,10 @@ be changed without touching the installed sources. The rows:
 - ruff: ``ruff check --select ALL --no-cache --exit-zero -q --isolated DIR`` (``--ruff``,
   else ruff on PATH);
 - ast.parse: every file read and given to ``ast.parse`` in one Python process, as a floor;
+- libcst parse: every file that says ``torch`` (those gradguard parses) given to gradguard's
+  parse (``gradguard.parse.parse_module``, libcst's parser) in as many processes as a cold
+  run uses, and nothing else: the least a cold run can take (skipped where this Python
+  cannot import gradguard);
 - TorchFix: ``torchfix DIR``, all CPUs (``--torchfix``: the executable of a venv of its own,
   made with ``pip install torchfix``; skipped without it). It is slow: when one run on the
   whole corpus would take longer than ``--torchfix-budget`` seconds, estimated from a first
@@ -99,6 +103,29 @@ for top, directories, names in os.walk(sys.argv[1]):
                     ast.parse(source.read())
                 except (SyntaxError, ValueError):
                     pass
+"""
+# The floor of a cold run: gradguard's parse of every file under argv[1] that says torch,
+# in argv[2] processes (forked where the platform can, else in this one).
+PARSE_ALL_LIBCST = """\
+import multiprocessing, os, sys
+from gradguard.parse import parse_module
+
+def parse(path):
+    with open(path, "rb") as source:
+        text = source.read().decode("utf-8", "replace")
+    if "torch" in text:
+        try:
+            parse_module(text)
+        except Exception:
+            pass
+
+paths = sorted(os.path.join(top, name) for top, _, names in os.walk(sys.argv[1])
+               for name in names if name.endswith(".py"))
+if "fork" in multiprocessing.get_all_start_methods():
+    with multiprocessing.get_context("fork").Pool(int(sys.argv[2])) as pool:
+        pool.map(parse, paths, chunksize=8)
+else:
+    list(map(parse, paths))
 """
 PIP_DOWNLOAD = "pip download --no-deps --no-binary :all: transformers"
 
@@ -379,7 +406,7 @@ class Row:
 
     corpus: str
     label: str
-    tool: str  # gradguard, ruff, ast.parse or torchfix
+    tool: str  # gradguard, ruff, ast.parse, libcst or torchfix
     command: list[str]
     files: int
     lines: int
@@ -471,6 +498,11 @@ def plan_rows(corpus: Corpus, gradguard: Gradguard, ruff: Optional[str],
                          "--isolated", str(tree)]))
     rows.append(row("ast.parse (floor)", "ast.parse", [sys.executable, "-c", PARSE_ALL,
                                                        str(tree)]))
+    if importlib.util.find_spec("gradguard") is not None:
+        rows.append(row("libcst parse (floor)", "libcst", [
+            sys.executable, "-c", PARSE_ALL_LIBCST, str(tree), str(gradguard_processes())]))
+    else:
+        notes.append(f"{name}: no libcst floor (this Python cannot import gradguard)")
     if torchfix:
         count = torchfix_files(corpus, torchfix, options)
         if count == files:
@@ -484,6 +516,13 @@ def plan_rows(corpus: Corpus, gradguard: Gradguard, ruff: Optional[str],
                          f"files by path, {corpus.shown(subset[0])} to "
                          f"{corpus.shown(subset[-1])}")
     return rows, notes
+
+
+def gradguard_processes() -> int:
+    """The processes a cold gradguard run uses by default (``cli.usable_cpus``)."""
+    from gradguard.cli import usable_cpus  # noqa: PLC0415 - only where gradguard imports
+
+    return usable_cpus()
 
 
 def measure_corpus(corpus: Corpus, rows: list[Row], gradguard: Gradguard, cache: Path,
