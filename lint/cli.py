@@ -333,16 +333,19 @@ def _lint_in_run(path: str, plan: Plan, cache: Optional[Cache], alone: bool) -> 
 def lint_path_apart(path: str, plan: Plan, cache: Optional[Cache]) -> Outcome:
     """``lint_path`` in a new process that ends with it (spawned, not forked: a fork
     would start as large as this one). A process that dies (killed for memory) gives the
-    file an internal-error finding; the run goes on."""
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as apart:
-        try:
+    file an internal-error finding; the run goes on. Where no process can be started, the
+    file is linted in this one."""
+    try:
+        with ProcessPoolExecutor(max_workers=1,
+                                 mp_context=multiprocessing.get_context("spawn")) as apart:
             return apart.submit(lint_path, path, plan, cache).result()
-        except BrokenProcessPool:
-            died = Finding(path, 1, 1, INTERNAL_ERROR,
-                           "internal error: the process linting this file ended abruptly "
-                           "(killed, perhaps for memory)")
-            return Outcome(path, [died] if INTERNAL_ERROR in plan.codes else [])
+    except BrokenProcessPool:
+        died = Finding(path, 1, 1, INTERNAL_ERROR,
+                       "internal error: the process linting this file ended abruptly "
+                       "(killed, perhaps for memory)")
+        return Outcome(path, [died] if INTERNAL_ERROR in plan.codes else [])
+    except OSError:  # no process could be started (a sandbox, no semaphores): lint it here
+        return lint_path(path, plan, cache)
 
 
 # --- Settings ---------------------------------------------------------------------------

@@ -776,6 +776,18 @@ def test_a_process_that_dies_gives_an_internal_error(tmp_path, monkeypatch):
     assert finding.code == "GG003" and "ended abruptly" in finding.message
 
 
+def test_where_no_process_starts_a_large_file_is_linted_here(tmp_path, monkeypatch):
+    class Refused(cli.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            raise PermissionError("no semaphores in this sandbox")
+
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", Refused)
+    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    path = tmp_path / "big.py"
+    path.write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n")
+    assert cli.lint_path_apart(str(path), plan, None) == cli.lint_path(str(path), plan)
+
+
 def test_jobs_give_the_same_output(project):
     for i in range(12):
         project(f"m{i:02}.py", SYNTAX_ERROR if i % 3 else "x = 1\n")
