@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -154,12 +155,19 @@ def relative_candidates(path: str, roots: Sequence[str]) -> list[str]:
 
 
 def matches_any(path: str, globs: Sequence[str], roots: Sequence[str]) -> bool:
-    """Whether a glob matches the path's name or its path relative to one of ``roots``."""
-    return any(
-        fnmatch.fnmatch(candidate, glob)
-        for candidate in relative_candidates(path, roots)
-        for glob in globs
-    )
+    """Whether a glob matches the path's name or its path relative to one of ``roots``
+    (``fnmatch.fnmatch``'s matching, the globs joined into one expression)."""
+    if not globs:
+        return False
+    matcher = _matcher(tuple(globs))
+    return any(matcher(os.path.normcase(candidate))
+               for candidate in relative_candidates(path, roots))
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(globs: tuple[str, ...]):
+    return re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(glob))})"
+                               for glob in globs)).match
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
@@ -262,14 +270,14 @@ class FileFinder:
             return
         for entry in entries:
             path = os.path.join(directory, entry.name)
-            if self.excluded(path):
-                continue
             try:
                 # a link to a directory is not followed (as ruff and git do): ``up -> ..``
                 # would lint outside the tree, and a link may point into the tree again
                 if entry.is_dir(follow_symlinks=False):
-                    yield from self._walk(path, seen, errors)
-                elif entry.name.endswith(".py") and entry.is_file():
+                    if not self.excluded(path):
+                        yield from self._walk(path, seen, errors)
+                elif entry.name.endswith(".py") and entry.is_file() \
+                        and not self.excluded(path):  # other files: not worth a match
                     yield path
             except OSError:
                 continue  # vanished or unreadable entry metadata: nothing to lint

@@ -376,6 +376,27 @@ def test_named_files_are_always_linted(project):
     assert result.exit_code == 1 and codes(result) == ["GG001"] * 3
 
 
+def test_exclude_globs_match_as_fnmatch_does():
+    """The globs are joined into one expression: the same matches as fnmatch, one by one."""
+    import fnmatch
+
+    from gradguard.files import matches_any
+
+    globs = ["build", "*.pyc", "test_?.py", "docs/*", "[ab]*.py", "a/**/c.py", "x[!0-9].py"]
+    paths = ["build", "m.pyc", "test_1.py", "test_12.py", "docs/conf.py", "a.py", "c.py",
+             "a/b/c.py", "a/c.py", "xz.py", "x1.py", "deep/docs/conf.py", "src/build"]
+    root = os.path.abspath("root")
+    for relative in paths:
+        path = os.path.join(root, relative)
+        candidates = [os.path.basename(relative), relative]
+        for glob in globs:
+            assert matches_any(path, [glob], [root]) == any(
+                fnmatch.fnmatch(candidate, glob) for candidate in candidates), (relative, glob)
+        assert matches_any(path, globs, [root]) == any(
+            fnmatch.fnmatch(candidate, glob) for candidate in candidates for glob in globs)
+    assert not matches_any(os.path.join(root, "a.py"), [], [root])
+
+
 def test_force_exclude_applies_to_named_files(project):
     project("build/bad.py", SYNTAX_ERROR)
     result = gg("check", "--force-exclude", "build/bad.py")
