@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import sys
 import traceback
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
