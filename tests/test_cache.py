@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from gradguard import cache as cache_module
 from gradguard import cli
+from cli_helpers import gg as run_gradguard
 
 MODEL = "import torch\n\n\ndef scale(x):\n    x *= 2\n    return x\n"
 TRAIN = ("import torch\nfrom model import scale\n\nw = torch.ones(2, requires_grad=True)\n"
@@ -39,8 +40,8 @@ def project(tmp_path, monkeypatch):
 
 
 def gg(*args: str):
-    return CliRunner().invoke(cli.main, ["check", "--jobs", "1", *args],
-                              catch_exceptions=False)
+    """``gradguard check --jobs 1 ARGS...`` in this process."""
+    return run_gradguard("check", "--jobs", "1", *args)
 
 
 def test_a_warm_run_lints_nothing_and_says_the_same(project):
@@ -128,7 +129,7 @@ def test_parallel_runs_fill_and_use_the_cache(project):
     root, linted = project
     for n in range(cli.SMALL_RUN_FILES):
         (root / f"extra{n}.py").write_text(OTHER + "x = 1\n" * 6000)
-    cold = CliRunner().invoke(cli.main, ["check", "--jobs", "2"], catch_exceptions=False)
+    cold = run_gradguard("check", "--jobs", "2")
     linted.clear()
     warm = gg()
     assert linted == [] and warm.stdout == cold.stdout

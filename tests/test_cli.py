@@ -12,12 +12,12 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradguard import cli, memory, config as configuration
 from gradguard.files import DEFAULT_EXCLUDE, split_globs
 from gradguard.findings import Finding
 from gradguard.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
+from cli_helpers import file_writer, gg
 from gradguard.selection import (UnknownSelector, default_codes, known_codes,
                                  parse_selectors, resolve, validate)
 
@@ -29,22 +29,7 @@ SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001 at 2:7
 def project(tmp_path, monkeypatch):
     """An empty directory that is the current directory, with a writer for files."""
     monkeypatch.chdir(tmp_path)
-
-    def write(relative: str, content: str | bytes = "x = 1\n") -> Path:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-        return path
-
-    return write
-
-
-def gg(*args: str, stdin: bytes | None = None):
-    """Run ``gradguard ARGS`` in-process; stdout and stderr are kept apart."""
-    return CliRunner().invoke(cli.main, list(args), input=stdin, catch_exceptions=False)
+    return file_writer(tmp_path)
 
 
 def codes(result) -> list[str]:

@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradguard import cli, files, noqa, server
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.rules import ALL_RULES
+from cli_helpers import file_writer, gg
 
 LEAF = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"  # GG101 at 3:1
 SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001
@@ -22,23 +22,10 @@ SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """An empty directory that is the current directory, with a writer for files."""
+    """An empty directory that is the current directory, with a writer for files (texts
+    dedented)."""
     monkeypatch.chdir(tmp_path)
-
-    def write(relative: str, content: str | bytes = "x = 1\n") -> Path:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(textwrap.dedent(content), encoding="utf-8")
-        return path
-
-    return write
-
-
-def gg(*args: str, stdin: bytes | None = None):
-    return CliRunner().invoke(cli.main, list(args), input=stdin, catch_exceptions=False)
+    return file_writer(tmp_path, dedent=True)
 
 
 def found(result) -> list[tuple[str, str]]:

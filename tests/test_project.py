@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
 
-from gradguard import check_source, cli, memory
+from gradguard import check_source, memory
 from gradguard.flake8_plugin import GradguardPlugin
 from gradguard.project import Project
+from cli_helpers import gg
 
 MODELS = """\
 import torch
@@ -47,10 +47,6 @@ out = AddPos()(h)
 def lint(path: Path) -> set[tuple[str, int, str]]:
     return {(Path(f.path).name, f.line, f.code)
             for f in check_source(path.read_bytes(), str(path))}
-
-
-def gg(*args: str, stdin: bytes | None = None):
-    return CliRunner().invoke(cli.main, list(args), input=stdin, catch_exceptions=False)
 
 
 def test_forward_in_another_file_is_followed_and_reported_where_it_writes(tree):
