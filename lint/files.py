@@ -36,18 +36,17 @@ def encoding_of(source: bytes) -> str:
 
 def decode(source: bytes) -> str:
     """Decode as Python does: BOM, coding cookie, else UTF-8. Raises on failure."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    return source.decode(encoding)
+    return source.decode(encoding_of(source))
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+LINE_END = re.compile(r"\r\n|\r|\n")  # as Python's tokenizer ends lines
 
 
 def split_lines(text: str) -> list[str]:
     """Lines as Python's tokenizer counts them (``\\n``, ``\\r\\n``, ``\\r``; not the form
     feeds and other separators ``str.splitlines`` also splits on), ends kept."""
     lines, start = [], 0
-    for end in _LINE_END.finditer(text):
+    for end in LINE_END.finditer(text):
         lines.append(text[start:end.end()])
         start = end.end()
     if start < len(text):
@@ -202,9 +201,8 @@ class FileFinder:
     config_roots: Sequence[str] = ()
 
     def excluded(self, path: str) -> bool:
-        return matches_any(path, self.exclude, self.roots) or (
-            bool(self.config_exclude) and matches_any(path, self.config_exclude,
-                                                      self.config_roots))
+        return matches_any(path, self.exclude, self.roots) \
+            or matches_any(path, self.config_exclude, self.config_roots)
 
     def reached(self, path: str, root: str) -> bool:
         """Whether ``check ROOT`` would lint the file at ``path``: neither the file nor

@@ -14,11 +14,10 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
-from gradguard.files import decode, split_lines
+from gradguard.files import LINE_END, decode, split_lines
 from gradguard.findings import SAFE, Edit, Finding, Fix
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 _CODE_SEP = re.compile(r"[,\s]+")
 
 BLANKET: frozenset[str] = frozenset()
@@ -37,7 +36,7 @@ def source_lines(source: bytes | str) -> list[str]:
             source = decode(source)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             source = source.decode("latin-1")
-    return _NEWLINE.split(source)
+    return LINE_END.split(source)
 
 
 def noqa_codes(line: str) -> Optional[frozenset[str]]:
@@ -266,7 +265,7 @@ def add_noqa(text: str, wanted: Mapping[int, Iterable[str]]) -> Added:
     backslash is skipped, and so is a file that Python cannot tokenize or whose code the
     comments would change."""
     pieces = split_lines(text)
-    lines = [_NEWLINE.sub("", piece) for piece in pieces]
+    lines = [LINE_END.sub("", piece) for piece in pieces]
     result = Added(text)
     try:
         in_string = _lines_ending_in_strings(lines)

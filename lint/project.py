@@ -127,7 +127,7 @@ class Project:
             key = (str(path), stat.st_mtime_ns, stat.st_size)
             if key not in self._names:
                 self._names[key] = module_names_that_matter(
-                    decode_source(read_file(path)))
+                    decode(read_file(path)))
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
             return False
         return self._names[key].get(name, True)  # a submodule, or a name from a star
@@ -147,7 +147,7 @@ class Project:
         if key is None or key in self._scopes:
             return
         try:
-            if decode_source(read_file(scope.path)) != scope.text:
+            if decode(read_file(scope.path)) != scope.text:
                 return
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
             return
@@ -208,7 +208,7 @@ class Project:
         from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
 
         try:
-            text = decode_source(read_file(path))
+            text = decode(read_file(path))
             module = parse_module(text)
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
@@ -228,11 +228,6 @@ def _key_of(path: Path) -> Optional[tuple]:
     except OSError:
         return None
     return (str(path), stat.st_mtime_ns, stat.st_size)
-
-
-def decode_source(source: bytes) -> str:
-
-    return decode(source)
 
 
 def _module_file(root: Path, parts: list[str]) -> Optional[Path]:

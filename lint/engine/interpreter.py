@@ -305,7 +305,6 @@ def _statements(node: cst.CSTNode, nested: bool = True) -> int:
     return count
 
 
-
 def _functions_in(module: cst.Module) -> list[tuple[str, cst.FunctionDef]]:
     """Every function definition of ``module`` with its qualified name, in the order of
     the source (an outer function before the ones it defines)."""
