@@ -44,21 +44,26 @@ out = AddPos()(h)
 """
 
 
+def placed(path: Path) -> list:
+    """The findings of the file at ``path``, each at its place (not the mirrors of those
+    in other files, repeated at the calls in this one that led there)."""
+    return [f for f in check_source(path.read_bytes(), str(path)) if f.mirror_of is None]
+
+
 def lint(path: Path) -> set[tuple[str, int, str]]:
-    return {(Path(f.path).name, f.line, f.code)
-            for f in check_source(path.read_bytes(), str(path))}
+    return {(Path(f.path).name, f.line, f.code) for f in placed(path)}
 
 
 def test_forward_in_another_file_is_followed_and_reported_where_it_writes(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
     assert lint(root / "main.py") == {("models.py", 11, "GG201")}
-    finding = check_source((root / "main.py").read_bytes(), str(root / "main.py"))[0]
+    [finding] = placed(root / "main.py")
     assert "(line 5 of main.py)" in finding.message and "line 7 of main.py" in finding.message
 
 
 def test_a_write_in_another_file_names_the_call_that_handed_the_tensor_over(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
-    [finding] = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    [finding] = placed(root / "main.py")
     assert "the call at line 6 of main.py handed it over" in finding.message
 
 
@@ -72,7 +77,7 @@ def test_a_tensor_the_callee_made_itself_names_the_call_whose_grad_mode_it_runs_
             w += 1
             return w
         """, "main.py": "import torch\nfrom helpers import make\n\nmake()\n"})
-    findings = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    findings = placed(root / "main.py")
     assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("helpers.py", 6, "GG101")]
     assert "handed it over" not in findings[0].message
     assert "reached from the call at line 4 of main.py, with grad on" in findings[0].message
@@ -173,7 +178,9 @@ def test_stdin_with_a_filename_on_disk_follows_its_imports(tree):
     assert "models.py:11:9: GG201" in result.stdout
 
 
-def test_flake8_reports_only_the_file_it_checks(tree):
+def test_flake8_reports_a_write_in_another_file_at_the_call_that_led_there(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
     lines = (root / "main.py").read_text().splitlines(keepends=True)
-    assert list(GradguardPlugin(None, lines, str(root / "main.py")).run()) == []
+    [(line, column, text, _)] = GradguardPlugin(None, lines, str(root / "main.py")).run()
+    assert (line, column) == (6, 6)  # AddPos()(h): the call of the forward that writes
+    assert text.startswith("GG201 in models.py:11 (reached from this call): the output of")
