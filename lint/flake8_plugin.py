@@ -14,8 +14,9 @@ and line (``checker.mirrored``). A ``# noqa`` at the call silences it (flake8 re
 and so does one at the write (the plugin reads that file's).
 
 The rules' options come from ``[tool.gradguard]`` in the nearest ``pyproject.toml``, as
-``gradguard check`` finds it (its ``Resolver``); flake8's ``--isolated`` ignores it too.
-Its selection settings do not apply here: flake8's own options choose the codes.
+``gradguard check`` finds it (its ``Resolver``). Its selection settings do not apply
+here: flake8's own options choose the codes. (flake8's ``--isolated`` is flake8's: it
+is not passed on to plugins, and the rule options still apply.)
 
 GG900 (a ``# noqa: GG...`` code that silences nothing) is meaningful here too: the
 plugin runs every rule, so it knows which of the file's gradguard findings each code
@@ -51,7 +52,6 @@ class GradguardPlugin:
     name = "gradguard"
     version = __version__
     # flake8's options the plugin follows (``parse_options``)
-    isolated: ClassVar[bool] = False
     disable_noqa: ClassVar[bool] = False
     _resolver: ClassVar[Optional[cli.Resolver]] = None
     _warned: ClassVar[set[str]] = set()
@@ -67,9 +67,7 @@ class GradguardPlugin:
 
     @classmethod
     def parse_options(cls, options) -> None:
-        cls.isolated = bool(getattr(options, "isolated", False))
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
-        cls._resolver = None  # the configurations are looked up again with these options
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         """Yield ``(line, column, "GG101 message", type)``, the column 0-based."""
@@ -90,8 +88,7 @@ class GradguardPlugin:
         cls = type(self)
         try:
             if cls._resolver is None:
-                cls._resolver = cli.Resolver(cli.check_options(
-                    ["--isolated"] if cls.isolated else []), warn=cls._warn)
+                cls._resolver = cli.Resolver(cli.check_options(), warn=cls._warn)
             return cls._resolver.plan_for(self.filename).rule_settings()
         except (click.ClickException, ConfigError) as error:
             message = error.format_message() if isinstance(error, click.ClickException) \
