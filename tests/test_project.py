@@ -172,6 +172,34 @@ def test_cli_reports_once_and_applies_the_modules_noqa(tree):
     assert gg("check", "main.py").exit_code == 0
 
 
+def test_check_of_the_caller_alone_also_reports_the_write_at_the_call(tree):
+    """As pre-commit runs it on the changed files: models.py is not linted."""
+    tree({"models.py": MODELS, "main.py": MAIN})
+    lines = gg("check", "main.py").stdout.splitlines()
+    assert [line.split(": ")[0:2] for line in lines] == [
+        ["main.py:6:7", "GG201 in models.py:11 (reached from this call)"],
+        ["models.py:11:9", "GG201 the output of `torch.sigmoid` (line 5 of main.py) was saved"
+                           " for backward; modifying it in place here with `+=` makes the "
+                           "backward at line 7 of main.py fail; the call at line 6 of main.py"
+                           " handed it over. Use an out-of-place op or mutate a `.clone()`"]]
+    tree({"main.py": MAIN.replace("(h)\n", "(h)  # noqa: GG201\n")})  # silences the mirror
+    assert [line.split(" ")[0] for line in gg("check", "main.py").stdout.splitlines()] == [
+        "models.py:11:9:"]
+
+
+def test_a_chain_through_several_files_is_mirrored_at_the_outermost_call(tree):
+    root = tree({"models.py": MODELS,
+                 "blocks.py": "from models import AddPos\n\n\ndef block(x):\n"
+                              "    return AddPos()(x)\n",
+                 "main.py": MAIN.replace("from models import AddPos", "from blocks import block")
+                                .replace("AddPos()(h)", "block(h)")})
+    mirrors = [f for f in check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+               if f.mirror_of is not None]
+    assert [(f.path, f.line, f.col, f.code, f.mirror_of) for f in mirrors] == [
+        (str(root / "main.py"), 6, 7, "GG201", ("models.py", 11, 9))]
+    assert mirrors[0].message.startswith("in models.py:11 (reached from this call): ")
+
+
 def test_stdin_with_a_filename_on_disk_follows_its_imports(tree):
     tree({"models.py": MODELS, "main.py": "x = 1\n"})
     result = gg("check", "--stdin-filename", "main.py", "-", stdin=MAIN.encode())
