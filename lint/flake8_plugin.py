@@ -74,8 +74,9 @@ class GradguardPlugin:
         text = "".join(self.lines)
         found = check_source(text, self.filename, ALL_RULES, options=self.rule_options())
         own = [f for f in found if f.path == self.filename]
-        if not self.disable_noqa:
-            own = self._standing(found, own) + self._unused_noqa(own, source_lines(text))
+        if not self.disable_noqa:  # a noqa that silences a mirror is used, as in check
+            unused = self._unused_noqa(own, source_lines(text))
+            own = self._standing(found, own) + unused
         for finding in own:
             if finding.code != SYNTAX_ERROR:
                 yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", \

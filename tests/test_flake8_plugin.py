@@ -200,3 +200,10 @@ def test_a_write_in_an_imported_file_is_reported_at_the_call(tmp_path, main_noqa
     expected = ["main.py:5:7: GG201 in models.py:6 (reached from this call): the output of "
                 "`torch.sigmoid` (line 4) was saved for backward"] if reported else []
     assert [line.split(";")[0] for line in result.stdout.splitlines()] == expected
+
+
+def test_a_noqa_at_the_call_is_used_even_when_one_at_the_write_silences_it_too(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS.replace("x += 1", "x += 1  # noqa: GG201"))
+    (tmp_path / "main.py").write_text(MAIN.replace("(h)\n", "(h)  # noqa: GG201\n"))
+    result = flake8("--select=GG", "main.py", cwd=tmp_path)
+    assert result.stdout == ""
