@@ -164,6 +164,8 @@ def _record(finding: Finding) -> dict:
     record = {"path": finding.path, "line": finding.line, "col": finding.col,
               "code": finding.code, "message": finding.message,
               "end_line": finding.end_line, "end_col": finding.end_col}
+    if finding.mirror_of is not None:
+        record["mirror_of"] = list(finding.mirror_of)
     if finding.fix is not None:
         record["fix"] = {"message": finding.fix.message,
                          "applicability": finding.fix.applicability,
@@ -179,6 +181,7 @@ def _finding(record: dict) -> Finding:
         fix = Fix(fix["message"], fix["applicability"],
                   tuple(Edit(*edit) for edit in fix["edits"]),
                   tuple(tuple(place) for place in fix["holds_back"]))
+    mirror_of = record.get("mirror_of")
     return Finding(record["path"], record["line"], record["col"], record["code"],
                    record["message"], end_line=record["end_line"], end_col=record["end_col"],
-                   fix=fix)
+                   fix=fix, mirror_of=tuple(mirror_of) if mirror_of else None)

@@ -186,22 +186,54 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
     """Turn node-anchored reports into positioned findings (positions only when needed).
     A report at a node of an imported module (the write inside ``models.py`` that a
     caller's backward trips over) is a finding of that module's file (without a fix:
-    the fix is that file's to offer when it is linted)."""
+    the fix is that file's to offer when it is linted), mirrored at the call in this
+    file that led there (``mirrored``)."""
     findings = set()
-    for node, code, message, rewrite in raw:
+    for node, code, message, rewrite, site in raw:
         try:
             where = positions.range(node)
         except KeyError:
             if place is None:
                 continue
             at, line, column = place(node)
-            findings.add(Finding(display_path(at), line, column + 1, code, render(message, at)))
+            elsewhere = Finding(display_path(at), line, column + 1, code, render(message, at))
+            findings.add(elsewhere)
+            mirror = mirrored(elsewhere, message, site, positions, path)
+            if mirror is not None:
+                findings.add(mirror)
             continue
         fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
         findings.add(Finding(path, where.start.line, where.start.column + 1, code,
                              render(message, on_disk(path)), end_line=where.end.line,
                              end_col=where.end.column + 1, fix=fix))
     return sorted(findings)
+
+
+def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
+             path: str) -> Optional[Finding]:
+    """``elsewhere`` (a finding in another file) repeated at ``site``, the call in this
+    file that led to it, for hosts that lint one file at a time (flake8, pre-commit on
+    changed files): the message names the other file's place, ``mirror_of`` holds it.
+    None when the call is not in this file."""
+    try:
+        call = positions.range(site) if site is not None else None
+    except KeyError:
+        call = None
+    if call is None:
+        return None
+    there = f"{_relative(elsewhere.path, path)}:{elsewhere.line}"
+    return Finding(path, call.start.line, call.start.column + 1, elsewhere.code,
+                   f"in {there} (reached from this call): {render(message, on_disk(path))}",
+                   end_line=call.end.line, end_col=call.end.column + 1,
+                   mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col))
+
+
+def _relative(target: str, linted: str) -> str:
+    """``target`` as seen from the linted file's directory (``models.py``, ``pkg/a.py``)."""
+    try:
+        return os.path.relpath(target, os.path.dirname(os.path.abspath(linted)))
+    except ValueError:  # another drive
+        return target
 
 
 def _fix_of(rewrite: Rewrite, source: Optional[Source], code: str, path: str) -> Optional[Fix]:

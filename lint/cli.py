@@ -44,7 +44,7 @@ from gradguard.files import (
     split_globs,
     write_atomically,
 )
-from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding
+from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
 from gradguard.noqa import (UNUSED_NOQA, NoqaUse, add_noqa, filter_noqa, source_lines,
                             unused_noqa)
 from gradguard.rules import ALL_RULES, Rule
@@ -149,6 +149,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan,
             findings += group
             if where == path:
                 lines = own_lines = group_lines
+        findings = without_orphan_mirrors(findings)
         if UNUSED_NOQA in plan.codes and not plan.disable_noqa \
                 and not any(f.code in DIAGNOSTICS for f in raw if f.path == path):
             own_lines = own_lines if own_lines is not None else source_lines(source)
@@ -689,7 +690,8 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     checked = [outcome for outcome in outcomes if not outcome.error]
     if options["fix"] or options["diff"]:
         return _run_fixes(outcomes, errors, resolver.plan_for, options, stdin, noqa_used)
-    findings = one_per_place(f for outcome in checked for f in outcome.findings)
+    findings = one_per_place((f for outcome in checked for f in outcome.findings),
+                             linted=[outcome.path for outcome in checked])
     if options["add_noqa"]:
         return _run_add_noqa(findings, errors, options)
     if options["verify"]:
@@ -922,7 +924,7 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
             errors.append(str(error) if isinstance(error, FileChangedError)
                           else f"{path}: not fixed: {error}")
             left += outcome.findings
-    findings = one_per_place(left)
+    findings = one_per_place(left, linted=[o.path for o in outcomes if not o.error])
     if options["diff"]:
         for diff in diffs:
             click.echo(diff, nl=False)
@@ -960,12 +962,18 @@ def _own_findings(path: str, plan: Plan, encoding: str,
     return [f for f in outcome.findings if f.path == path]
 
 
-def one_per_place(findings) -> list[Finding]:
+def one_per_place(findings, linted: Collection[str] = ()) -> list[Finding]:
     """One finding per culprit: files that import the same module each find what is
-    wrong in it; the first message (in file order) is kept."""
+    wrong in it; the first message (in file order) is kept. A mirror (the finding in
+    another file repeated at the call that led there) is left out when that file is
+    among the ``linted``: the finding is shown once, at its place."""
+    linted_files = {os.path.realpath(path) for path in linted}
     kept: dict[tuple, Finding] = {}
     for finding in findings:
-        kept.setdefault((finding.path, finding.line, finding.col, finding.code), finding)
+        if finding.mirror_of and os.path.realpath(finding.mirror_of[0]) in linted_files:
+            continue
+        kept.setdefault((finding.path, finding.line, finding.col, finding.code,
+                         finding.mirror_of), finding)
     return sorted(kept.values())
 
 

@@ -55,6 +55,8 @@ class Mutation:
     in_function: Optional[str] = None
     # The analysed code's call that led to the write, when it is inside a followed call.
     via: Optional[cst.CSTNode] = None
+    # The analysed code's outermost call that led to the write, when it is inside one.
+    called_from: Optional[cst.CSTNode] = None
     # The call whose ``inplace`` flag made the write, and the flag's position:
     # ``nn.ReLU(inplace=True)`` where the layer was built, ``F.relu(x, inplace=True)``.
     flag: Optional[tuple] = None
@@ -87,6 +89,11 @@ class SavedTensorMutated:
     # None for a backward in this code; "return" when the graph is returned to a caller;
     # an attribute path ("self.feat") when a method stores it on its object.
     escape: Optional[str] = None
+
+    @property
+    def called_from(self) -> Optional[cst.CSTNode]:
+        """The analysed code's outermost call that led to the write, if any."""
+        return self.mutation.called_from
 
 
 @dataclass(frozen=True)

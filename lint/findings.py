@@ -53,10 +53,22 @@ class Finding:
     end_line: Optional[int] = field(default=None, compare=False)
     end_col: Optional[int] = field(default=None, compare=False)
     fix: Optional[Fix] = field(default=None, compare=False)
+    # A mirror: this finding repeats, at the call that led there, the finding at
+    # (path, line, col) in another file (``checker``: a write in ``models.py`` that a
+    # call in ``train.py`` makes fail is also reported at that call).
+    mirror_of: Optional[tuple[str, int, int]] = field(default=None, compare=False)
 
     def format(self) -> str:
         verdict = f" [{self.verdict}]" if self.verdict else ""
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{verdict}"
+
+
+def without_orphan_mirrors(findings: list[Finding]) -> list[Finding]:
+    """``findings`` less the mirrors whose finding is not among them: what silenced the
+    finding at its place (a ``noqa`` there, that file's per-file-ignores) silences its
+    mirrors too."""
+    places = {(f.path, f.line, f.col, f.code) for f in findings if f.mirror_of is None}
+    return [f for f in findings if f.mirror_of is None or (*f.mirror_of, f.code) in places]
 
 
 # Diagnostics the engine itself reports; they are not rules and cannot be disabled

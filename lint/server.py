@@ -327,6 +327,8 @@ class GradguardServer(LanguageServer):
         linted = Linted(version, [])
         others: dict[str, list[Finding]] = {}
         for finding in cli.one_per_place(outcome.findings):
+            if finding.mirror_of is not None:
+                continue  # shown at its own place, in the file it is in (below)
             if finding.path == path:
                 linted.own.append((finding, diagnostic(finding, lines, units), lines))
             else:  # reported relative to this process's directory, as check does

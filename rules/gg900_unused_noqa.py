@@ -20,6 +20,9 @@ class UnusedNoqa(Rule):
     suppresses there, if that file is linted in the same run. It never reports a bare
     ``# noqa`` or another linter's codes (``E501``): the comment is shared with flake8
     and ruff, which read those. A ``noqa`` that names GG900 itself is never reported.
+    Under flake8 (``--extend-select GG900``) every rule runs, so every code counts as
+    enabled; flake8 lints one file at a time, so a ``noqa`` that only an importer's
+    findings use counts as unused there, as with ``gradguard check`` on that file alone.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on its line: the write that comes

@@ -6,12 +6,14 @@ imports torch) must find exactly those (line, code) pairs and nothing else.
 A folder fixture (``main.py`` plus the modules it imports) is linted file by file, every
 ``.py`` of the folder in place (subfolders too), so the engine can resolve an import to the
 sibling file on disk; the union of its (file, line, code) findings must equal the union of
-the annotations across the folder.
+the annotations across the folder. A finding in another file than the one linted is
+also reported at the call that led there (its mirror): mirrors count at the finding's place.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,7 +95,11 @@ def test_linter_matches_annotations(path: Path) -> None:
         expected |= {(name, line, code) for line, codes in parse_expectations(source).items() for code in codes}
         # default-off rules too; a finding belongs to the file it is in, which need not be
         # the file linted (a write in models.py that train.py's backward trips over)
-        findings += [(_name_in(path, f.path), f) for f in check_source(source, str(file), rules=ALL_RULES)]
+        # A mirror (the finding repeated at the call in this file that led to it) counts
+        # at the finding's place: it must point at an annotated line.
+        findings += [(_name_in(path, f.path), f) if f.mirror_of is None
+                     else (_name_in(path, f.mirror_of[0]), replace(f, line=f.mirror_of[1]))
+                     for f in check_source(source, str(file), rules=ALL_RULES)]
 
     diagnostics = [f for _, f in findings if f.code in ENGINE_DIAGNOSTICS]
     assert not diagnostics, f"{_rel(path)}: engine diagnostics:\n" + "\n".join(f.format() for f in diagnostics)
@@ -121,7 +127,7 @@ def test_one_finding_per_place(path: Path) -> None:
     """An annotation stands for one finding: no rule reports twice at one place. (A chain
     of in-place calls on one tensor, ``w.data.mul_(2).add_(1)``, is one finding, at its
     first write; the chain's calls all start where the statement does.)"""
-    places = Counter((f.path, f.line, f.col, f.code) for f in _all_findings(path))
+    places = Counter((f.path, f.line, f.col, f.code, f.mirror_of) for f in _all_findings(path))
     assert [place for place, count in places.items() if count > 1] == []
 
 

@@ -85,3 +85,125 @@ def test_flake8_reads_stdin(tmp_path):
                             input=GG101_SAMPLE, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode in (0, 1) and "Traceback" not in result.stderr
     assert all(line.startswith("stdin:") for line in result.stdout.splitlines())
+
+
+# --- Rules off by default, rule options, GG900 -------------------------------------------
+
+LEGACY = "import torch\nfrom torch.autograd import Variable\nx = Variable(torch.ones(2))\n"
+
+
+@pytest.mark.parametrize("args, reported", [
+    ((), False),  # off by default, as in gradguard check
+    (("--extend-select=GG308",), True),
+    (("--select=GG308",), True),
+    (("--select=GG",), True),  # a prefix that covers it selects it explicitly (as B9's)
+    (("--extend-select=GG308", "--extend-ignore=GG3"), False),
+])
+def test_rules_off_by_default_are_selectable(tmp_path, args, reported):
+    (tmp_path / "legacy.py").write_text(LEGACY)
+    result = flake8(*args, "legacy.py", cwd=tmp_path)
+    assert ("legacy.py:3:5: GG308 " in result.stdout) == reported, result.stdout
+
+
+def test_flake8_knows_the_off_by_default_codes():
+    assert flake8_plugin.OFF_BY_DEFAULT == ("GG308", "GG900")
+
+
+@pytest.mark.parametrize("comment, args, unused", [
+    ("  # noqa: GG101", (), None),  # off by default
+    ("  # noqa: GG101", ("--extend-select=GG900",), None),  # it silences the GG101
+    ("  # noqa: GG102", ("--extend-select=GG900",), "unused: `GG102`"),
+    ("  # noqa: GG101, GG102", ("--extend-select=GG900",), "unused: `GG102`"),
+    ("  # noqa: GG102, E501", ("--extend-select=GG900",), "unused: `GG102`"),  # E501: not ours
+    ("  # noqa", ("--extend-select=GG900",), None),  # a bare noqa is every linter's
+    ("  # noqa: GG102", ("--extend-select=GG900", "--disable-noqa"), None),
+])
+def test_unused_noqa(tmp_path, comment, args, unused):
+    (tmp_path / "train.py").write_text(GG101_SAMPLE.replace("x *= 100", "x *= 100" + comment))
+    result = flake8(*args, "train.py", cwd=tmp_path)
+    found = [line for line in result.stdout.splitlines() if " GG900 " in line]
+    assert found == ([f"train.py:3:11: GG900 unused `noqa` directive ({unused})"]
+                     if unused else [])
+
+
+DATA_WRITE = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def reset_parameters(self):
+        self.fc.weight.data.normal_(0, 0.02)
+"""
+
+
+def test_rule_options_come_from_the_nearest_pyproject(tmp_path):
+    """The plugin reads [tool.gradguard] as gradguard check does (flake8's --isolated is
+    flake8's own)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "net.py").write_text(DATA_WRITE)
+    (tmp_path / "net.py").write_text(DATA_WRITE)
+    (tmp_path / "sub" / "pyproject.toml").write_text(
+        '[tool.gradguard.rules.data-write]\nallow-in = ["reset_parameters"]\n')
+    result = flake8("--select=GG", "net.py", "sub/net.py", cwd=tmp_path)
+    assert [line.split(" ")[:2] for line in result.stdout.splitlines()] == [
+        ["net.py:10:9:", "GG302"]]
+
+
+def test_a_configuration_that_cannot_be_read_is_warned_about_once(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.gradguard]\nselect = [\n")
+    (tmp_path / "a.py").write_text(DATA_WRITE)
+    (tmp_path / "b.py").write_text(DATA_WRITE)
+    result = subprocess.run([sys.executable, "-m", "flake8", "-j1", "--select=GG", "a.py",
+                             "b.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1 and len(result.stdout.splitlines()) == 2
+    assert result.stderr.count("invalid TOML") == 1, result.stderr
+    assert "the rules' options are left at their defaults" in result.stderr
+
+
+# --- Findings placed in another file ------------------------------------------------------
+
+MODELS = """\
+import torch.nn as nn
+
+
+class AddPos(nn.Module):
+    def forward(self, x):
+        x += 1
+        return x
+"""
+
+MAIN = """\
+import torch
+from models import AddPos
+
+h = torch.sigmoid(torch.randn(3, requires_grad=True))
+out = AddPos()(h)
+(out * h).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("main_noqa, models_noqa, reported", [
+    ("", "", True),
+    ("  # noqa: GG201", "", False),  # at the call: flake8's own noqa
+    ("", "  # noqa: GG201", False),  # at the write: the plugin reads models.py's
+    ("", "  # noqa: GG301", True),
+])
+def test_a_write_in_an_imported_file_is_reported_at_the_call(tmp_path, main_noqa, models_noqa,
+                                                             reported):
+    (tmp_path / "models.py").write_text(MODELS.replace("x += 1", "x += 1" + models_noqa))
+    (tmp_path / "main.py").write_text(MAIN.replace("(h)\n", "(h)" + main_noqa + "\n"))
+    result = flake8("--select=GG2", "main.py", "models.py", cwd=tmp_path)
+    expected = ["main.py:5:7: GG201 in models.py:6 (reached from this call): the output of "
+                "`torch.sigmoid` (line 4) was saved for backward"] if reported else []
+    assert [line.split(";")[0] for line in result.stdout.splitlines()] == expected
+
+
+def test_a_noqa_at_the_call_is_used_even_when_one_at_the_write_silences_it_too(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS.replace("x += 1", "x += 1  # noqa: GG201"))
+    (tmp_path / "main.py").write_text(MAIN.replace("(h)\n", "(h)  # noqa: GG201\n"))
+    result = flake8("--select=GG", "main.py", cwd=tmp_path)
+    assert result.stdout == ""

@@ -44,21 +44,26 @@ out = AddPos()(h)
 """
 
 
+def placed(path: Path) -> list:
+    """The findings of the file at ``path``, each at its place (not the mirrors of those
+    in other files, repeated at the calls in this one that led there)."""
+    return [f for f in check_source(path.read_bytes(), str(path)) if f.mirror_of is None]
+
+
 def lint(path: Path) -> set[tuple[str, int, str]]:
-    return {(Path(f.path).name, f.line, f.code)
-            for f in check_source(path.read_bytes(), str(path))}
+    return {(Path(f.path).name, f.line, f.code) for f in placed(path)}
 
 
 def test_forward_in_another_file_is_followed_and_reported_where_it_writes(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
     assert lint(root / "main.py") == {("models.py", 11, "GG201")}
-    finding = check_source((root / "main.py").read_bytes(), str(root / "main.py"))[0]
+    [finding] = placed(root / "main.py")
     assert "(line 5 of main.py)" in finding.message and "line 7 of main.py" in finding.message
 
 
 def test_a_write_in_another_file_names_the_call_that_handed_the_tensor_over(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
-    [finding] = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    [finding] = placed(root / "main.py")
     assert "the call at line 6 of main.py handed it over" in finding.message
 
 
@@ -72,7 +77,7 @@ def test_a_tensor_the_callee_made_itself_names_the_call_whose_grad_mode_it_runs_
             w += 1
             return w
         """, "main.py": "import torch\nfrom helpers import make\n\nmake()\n"})
-    findings = check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+    findings = placed(root / "main.py")
     assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("helpers.py", 6, "GG101")]
     assert "handed it over" not in findings[0].message
     assert "reached from the call at line 4 of main.py, with grad on" in findings[0].message
@@ -167,13 +172,43 @@ def test_cli_reports_once_and_applies_the_modules_noqa(tree):
     assert gg("check", "main.py").exit_code == 0
 
 
+def test_check_of_the_caller_alone_also_reports_the_write_at_the_call(tree):
+    """As pre-commit runs it on the changed files: models.py is not linted."""
+    tree({"models.py": MODELS, "main.py": MAIN})
+    lines = gg("check", "main.py").stdout.splitlines()
+    assert [line.split(": ")[0:2] for line in lines] == [
+        ["main.py:6:7", "GG201 in models.py:11 (reached from this call)"],
+        ["models.py:11:9", "GG201 the output of `torch.sigmoid` (line 5 of main.py) was saved"
+                           " for backward; modifying it in place here with `+=` makes the "
+                           "backward at line 7 of main.py fail; the call at line 6 of main.py"
+                           " handed it over. Use an out-of-place op or mutate a `.clone()`"]]
+    tree({"main.py": MAIN.replace("(h)\n", "(h)  # noqa: GG201\n")})  # silences the mirror
+    assert [line.split(" ")[0] for line in gg("check", "main.py").stdout.splitlines()] == [
+        "models.py:11:9:"]
+
+
+def test_a_chain_through_several_files_is_mirrored_at_the_outermost_call(tree):
+    root = tree({"models.py": MODELS,
+                 "blocks.py": "from models import AddPos\n\n\ndef block(x):\n"
+                              "    return AddPos()(x)\n",
+                 "main.py": MAIN.replace("from models import AddPos", "from blocks import block")
+                                .replace("AddPos()(h)", "block(h)")})
+    mirrors = [f for f in check_source((root / "main.py").read_bytes(), str(root / "main.py"))
+               if f.mirror_of is not None]
+    assert [(f.path, f.line, f.col, f.code, f.mirror_of) for f in mirrors] == [
+        (str(root / "main.py"), 6, 7, "GG201", ("models.py", 11, 9))]
+    assert mirrors[0].message.startswith("in models.py:11 (reached from this call): ")
+
+
 def test_stdin_with_a_filename_on_disk_follows_its_imports(tree):
     tree({"models.py": MODELS, "main.py": "x = 1\n"})
     result = gg("check", "--stdin-filename", "main.py", "-", stdin=MAIN.encode())
     assert "models.py:11:9: GG201" in result.stdout
 
 
-def test_flake8_reports_only_the_file_it_checks(tree):
+def test_flake8_reports_a_write_in_another_file_at_the_call_that_led_there(tree):
     root = tree({"models.py": MODELS, "main.py": MAIN})
     lines = (root / "main.py").read_text().splitlines(keepends=True)
-    assert list(GradguardPlugin(None, lines, str(root / "main.py")).run()) == []
+    [(line, column, text, _)] = GradguardPlugin(None, lines, str(root / "main.py")).run()
+    assert (line, column) == (6, 6)  # AddPos()(h): the call of the forward that writes
+    assert text.startswith("GG201 in models.py:11 (reached from this call): the output of")

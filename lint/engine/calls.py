@@ -66,6 +66,7 @@ class UserCalls:
         self._worth: dict[int, bool] = {}
         self.entered: list = []  # the imported modules whose code ran, the latest last
         self.modules: list = []  # per followed call: its imported module, or None (this one)
+        self.sites: list[cst.CSTNode] = []  # per followed call: the call, outermost first
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.recordings: list[Recording] = []  # per run being summarised, innermost last
@@ -164,9 +165,10 @@ class UserCalls:
 
     @property
     def outermost(self) -> Optional[cst.CSTNode]:
-        """The outermost call being followed: the analysed code's call whose grad mode
-        the followed code runs in (None outside followed calls)."""
-        return self.entries[0][0] if self.entries else None
+        """The outermost call being followed (or replayed from its summary): the analysed
+        code's call whose grad mode the followed code runs in, and where a report about
+        another file's code is mirrored (None outside followed calls)."""
+        return self.sites[0] if self.sites else None
 
     def via(self, obj: Hashable) -> Optional[cst.CSTNode]:
         """The call that handed the tensor ``obj`` over to the code writing it now: the
@@ -203,6 +205,7 @@ class UserCalls:
                 self.entered.remove(module)
             self.entered.append(module)
         self.modules.append(module)
+        self.sites.append(site)
         try:
             summary = None if key is None else self.summaries.find(
                 key, st.heap, self.active, interpreter.steps_left, MAX_CALL_DEPTH)
@@ -215,6 +218,7 @@ class UserCalls:
                                           site)
         finally:
             self.modules.pop()
+            self.sites.pop()
             interpreter.allocation_context = outer_context
         if summary.result is None:
             return UNKNOWN, None  # it always raises

@@ -42,7 +42,9 @@ from gradguard.state import Heap, State
 from gradguard.values import ClassVal, Imported, Instance, ModuleObj
 from gradguard.walk import child_nodes
 
-Report = Callable[[cst.CSTNode, str, str], None]
+# (node, code, message, fix, site): ``site`` is the analysed code's call that led to the
+# node when the node is in another file's code (see ``Interpreter.call_site``).
+Report = Callable[[cst.CSTNode, str, str, object, Optional[cst.CSTNode]], None]
 
 
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
@@ -78,6 +80,7 @@ class Interpreter:
         self.failures = failures
         self._report = report
         self._reported: set = set()
+        self._event = None  # the event the rules are handling now
         self.handlers: dict[str, list] = {}  # event kind -> (rule, handler) pairs
         self._functions: dict[int, list[tuple[str, cst.FunctionDef]]] = {}  # by module
         for rule_class in rules:
@@ -145,7 +148,16 @@ class Interpreter:
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
             self._note_home(node)
-            self._report(node, code, message, fix)
+            self._report(node, code, message, fix, self.call_site())
+
+    def call_site(self) -> Optional[cst.CSTNode]:
+        """The analysed code's call that led to what is reported now: the outermost call
+        the event names (a write inside followed calls, reported later at the backward it
+        breaks), else the outermost call being followed now; None outside followed calls.
+        A report whose node is in another file is mirrored there: a linter that sees one
+        file at a time (flake8) shows it at this call."""
+        site = getattr(self._event, "called_from", None)
+        return site if site is not None else self.calls.outermost
 
     def _note_home(self, node: cst.CSTNode) -> None:
         """A node met while an imported module's code runs is most likely that module's:
@@ -213,13 +225,18 @@ class Interpreter:
         for recording in self.calls.recordings:  # a summary replays what it told rules
             recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
-        for rule, handler in list(handlers):
-            try:
-                handler(event)
-            except Exception:
-                self.failures.append((f"{rule.code} ({rule.name})", traceback.format_exc()))
-                for handler_list in self.handlers.values():  # disable that rule for this file
-                    handler_list[:] = [entry for entry in handler_list if entry[0] is not rule]
+        outer, self._event = self._event, event
+        try:
+            for rule, handler in list(handlers):
+                try:
+                    handler(event)
+                except Exception:
+                    self.failures.append((f"{rule.code} ({rule.name})", traceback.format_exc()))
+                    for handler_list in self.handlers.values():  # disable the rule here
+                        handler_list[:] = [entry for entry in handler_list
+                                           if entry[0] is not rule]
+        finally:
+            self._event = outer
 
     def start_scope(self, node: cst.CSTNode, globals_: Optional[dict]) -> None:
         """Analyse a new top-level scope (the module body, or a function body on its own)

@@ -229,7 +229,8 @@ class SavedTensors(Room):
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
                          in_function=self.engine.custom_functions.current,
-                         via=self.engine.calls.via(written), flag=flag)
+                         via=self.engine.calls.via(written),
+                         called_from=self.engine.calls.outermost, flag=flag)
                 for save in fresh)
         return True
 
