@@ -690,12 +690,13 @@ def run_check(paths: Sequence[str], options: dict) -> int:
     checked = [outcome for outcome in outcomes if not outcome.error]
     if options["fix"] or options["diff"]:
         return _run_fixes(outcomes, errors, resolver.plan_for, options, stdin, noqa_used)
-    findings = one_per_place((f for outcome in checked for f in outcome.findings),
-                             linted=[outcome.path for outcome in checked])
+    everything = one_per_place(f for outcome in checked for f in outcome.findings)
+    linted = [outcome.path for outcome in checked]
     if options["add_noqa"]:
-        return _run_add_noqa(findings, errors, options)
-    if options["verify"]:
-        findings = _verify(findings, options, resolver.plan_for)
+        return _run_add_noqa(one_per_place(everything, linted), errors, options)
+    if options["verify"]:  # mirrors too: a write in an imported file runs from its caller
+        everything = _verify(everything, options, resolver.plan_for)
+    findings = one_per_place(everything, linted)
     sources = {o.path: o.lines for o in checked if o.lines}
     if _keep_lines(options):  # findings in the modules a file imports
         for path in {f.path for f in findings} - sources.keys():
@@ -991,6 +992,12 @@ def _verify(findings: list[Finding], options: dict,
         replayable = os.path.isfile(path) and not any(f.code.startswith("GG00") for f in group)
         verified += verify_file(path, group, options["timeout"], options["max_memory"],
                                 options["device"]) if replayable else group
+    # a write in an imported file runs when its importer runs: its mirror's replay saw it
+    seen_from_importer = {(*f.mirror_of, f.code) for f in verified
+                          if f.mirror_of is not None and f.verdict == "confirmed"}
+    verified = [replace(f, verdict="confirmed")
+                if (f.path, f.line, f.col, f.code) in seen_from_importer else f
+                for f in verified]
     return sorted(f for f in verified if f.verdict != "missed" or f.code in
                   plan_for(f.path).codes)
 

@@ -149,3 +149,21 @@ def test_check_verify_replays_past_raising_lines(monkeypatch):
     verdicts = {(f["line"], f["code"]): f["verdict"] for f in json.loads(result.stdout)}
     assert len(verdicts) >= 6
     assert set(verdicts.values()) == {"confirmed"}
+
+
+OTHER_FILE = "fixtures/GG201/bug_forward_writes_argument_other_file"
+
+
+@pytest.mark.parametrize("target, places", [
+    ("main.py", {("main.py", 16), ("models.py", 12)}),  # the caller alone: write and mirror
+    ("", {("models.py", 12)}),  # the folder: the write, once
+])
+def test_a_write_in_an_imported_file_is_confirmed_by_replaying_its_caller(target, places):
+    """models.py run on its own reaches nothing: the write runs when main.py calls it, so
+    the mirror at the call and the finding at the write both take that replay's verdict."""
+    folder = os.path.join(os.path.dirname(__file__), "..", OTHER_FILE)
+    result = CliRunner().invoke(cli.main, ["check", "--no-cache", "--verify", "--format",
+                                           "json", os.path.join(folder, target)])
+    findings = json.loads(result.stdout)
+    assert {(os.path.basename(f["path"]), f["line"]) for f in findings} == places
+    assert {f["verdict"] for f in findings} == {"confirmed"}

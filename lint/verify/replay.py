@@ -4,6 +4,8 @@ A finding is ``confirmed`` when the monitor saw its code at its line, ``not reac
 when the line never ran, ``not confirmed`` when it ran and nothing happened (a false
 positive to report), ``not monitored`` for the codes the monitor cannot see (GG307,
 GG308). Monitor events that no finding predicted come back as ``missed``.
+A finding mirrored at a call (``Finding.mirror_of``: the write is in another file) takes
+the verdict of its write: confirmed when the monitor saw its code at the write's place.
 When the program stops at a confirmed line (GG101 raises there), that statement is
 neutralised and the file replayed, so the findings after it are reached too.
 """
@@ -28,6 +30,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
     with open(path, encoding="utf-8", errors="replace") as handle:
         source = handle.read()
     events: dict[tuple[int, str], str] = {}
+    elsewhere: set[tuple[str, int, str]] = set()  # (real path, line, code) in other files
     ran: set[int] = set()
     monitored: frozenset = frozenset()
     neutralised: set[int] = set()
@@ -39,7 +42,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
                                     max_memory_mb, device)
             if outcome.status == "no verifier":
                 return [replace(f, verdict=f"not verified: {outcome.error}") for f in findings]
-            _collect(outcome, current, events, ran)
+            _collect(outcome, current, events, elsewhere, ran)
             monitored = monitored | outcome.monitored
             note = outcome.verdict_note
             line = _stopped_at(outcome, current)
@@ -55,7 +58,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
                 handle.write(source)
     judged = []
     for finding in findings:
-        if (finding.line, finding.code) in events:
+        if (finding.line, finding.code) in events or _mirror_seen(finding, elsewhere):
             verdict = "confirmed"
         elif finding.code not in monitored:
             verdict = "not monitored"  # the monitor cannot see this code at run time
@@ -64,7 +67,7 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
         else:
             verdict = "not confirmed"
         judged.append(replace(finding, verdict=verdict))
-    predicted = {(f.line, f.code) for f in findings}
+    predicted = {(f.line, f.code) for f in findings if f.mirror_of is None}
     for (line, code), message in sorted(events.items()):
         if (line, code) not in predicted:
             judged.append(Finding(path, line, 1, code, f"{message} (seen at run time)",
@@ -72,12 +75,24 @@ def verify_file(path: str, findings: Sequence[Finding], timeout: float, max_memo
     return sorted(judged)
 
 
-def _collect(outcome: Outcome, current: str, events: dict, ran: set) -> None:
+def _collect(outcome: Outcome, current: str, events: dict, elsewhere: set,
+             ran: set) -> None:
     real = os.path.realpath(current)
     for event in outcome.events:
-        if os.path.realpath(event.get("file", "")) == real:
+        where = os.path.realpath(event.get("file", ""))
+        if where == real:
             events.setdefault((event["line"], event["code"]), event.get("message", ""))
+        else:
+            elsewhere.add((where, event["line"], event["code"]))
     ran.update(outcome.lines.get(real, ()))
+
+
+def _mirror_seen(finding: Finding, elsewhere: set) -> bool:
+    """Whether the write a mirrored finding stands for was seen at run time."""
+    if finding.mirror_of is None:
+        return False
+    path, line, _ = finding.mirror_of
+    return (os.path.realpath(path), line, finding.code) in elsewhere
 
 
 def _stopped_at(outcome: Outcome, current: str):
