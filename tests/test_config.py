@@ -8,6 +8,7 @@ import pickle
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 
 from gradguard import cli, files, noqa, server
@@ -160,6 +161,46 @@ def test_a_bad_nested_configuration_stops_the_run(project):
     result = gg("check")
     assert result.exit_code == 2 and "sub/pyproject.toml" in result.stderr
     assert "XX1" in result.stderr
+
+
+# --- Configurations that cannot be parsed -------------------------------------------------
+
+UNCLOSED = "[tool.gradguard\nselect = ['GG101']\n"  # the header's ']' missing
+
+
+@pytest.mark.parametrize("where, content", [
+    ("pyproject.toml", UNCLOSED),
+    # whether it configures gradguard cannot be known: as ruff, it stops the run
+    ("pyproject.toml", "[project]\nname = = 'x'\n"),
+    ("sub/pyproject.toml", UNCLOSED),  # a nested one, on the way up from the file
+])
+def test_a_configuration_that_is_not_toml_stops_the_run(project, where, content):
+    path = project(where, content)
+    project("sub/a.py", SYNTAX_ERROR)
+    result = gg("check")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"{path}: invalid TOML: " in result.stderr and "(at line " in result.stderr
+    assert gg("check", "--isolated").exit_code == 1  # no configuration read: linted
+
+
+def test_a_config_file_that_is_not_toml_stops_the_run(project):
+    project("gradguard.toml", "select = [\n")
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", "--config", "gradguard.toml")
+    assert result.exit_code == 2 and "gradguard.toml: invalid TOML: " in result.stderr
+
+
+def test_the_language_server_shows_a_configuration_that_is_not_toml(project, tmp_path):
+    project("pyproject.toml", UNCLOSED)
+    settings = server.Settings(cli.check_options())
+    with pytest.raises(click.ClickException, match="invalid TOML"):
+        settings.plan(str(tmp_path / "a.py"), tmp_path)
+
+
+def test_reading_a_configuration_that_is_not_toml_raises_for_every_caller(project):
+    path = project("pyproject.toml", UNCLOSED)
+    with pytest.raises(configuration.ConfigError, match=r"line 1, column 16"):
+        configuration.find_pyproject(path.parent)
 
 
 # --- --show-settings ----------------------------------------------------------------------
