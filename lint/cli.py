@@ -42,6 +42,7 @@ from gradguard.files import (
     matches_any,
     read_file,
     split_globs,
+    unreachable,
     write_atomically,
 )
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding
@@ -720,20 +721,20 @@ def run_check(paths: Sequence[str], options: dict) -> int:
 
 def show_settings(paths: Sequence[str], resolver: Resolver, options: dict) -> int:
     """``--show-settings``: each path's settings, in blocks a blank line apart."""
-    blocks, missing = [], []
+    blocks, errors = [], []
     for path in paths:
         target = options["stdin_filename"] if path == STDIN else path
         if path != STDIN and not os.path.exists(path):
-            missing.append(path)
+            errors.append(f"{path}: {unreachable(path) or 'no such file or directory'}")
             continue
         resolved = resolver.for_directory(target) if os.path.isdir(target) \
             else resolver.for_file(target)
         blocks.append(describe_settings(target, resolved, resolver, options))
     if blocks:
         click.echo("\n\n".join(blocks))
-    for path in missing:
-        _error(f"{path}: no such file or directory")
-    return EXIT_ERROR if missing else EXIT_OK
+    for message in errors:
+        _error(message)
+    return EXIT_ERROR if errors else EXIT_OK
 
 
 def describe_settings(path: str, resolved: Resolved, resolver: Resolver,

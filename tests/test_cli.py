@@ -474,6 +474,42 @@ def test_unreadable_file_by_permissions(project):
     assert result.exit_code == 2 and "Permission denied" in result.stderr
 
 
+def deny_search(monkeypatch, directory: str) -> None:
+    """``os.stat`` of anything under ``directory`` fails as it does for a user who may
+    not search it (mode 000): the sessions run as root, whom no mode stops."""
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.path.abspath(path).startswith(os.path.abspath(directory) + os.sep):
+            raise PermissionError(13, "Permission denied", path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+
+
+@pytest.mark.parametrize("args", [(), ("--show-settings",)])
+def test_a_file_in_a_directory_that_cannot_be_searched_is_a_permission_error(
+        project, monkeypatch, args):
+    project("secret/x.py", SYNTAX_ERROR)
+    deny_search(monkeypatch, "secret")
+    result = gg("check", *args, os.path.join("secret", "x.py"))
+    assert result.exit_code == 2
+    assert f"{os.path.join('secret', 'x.py')}: Permission denied" in result.stderr
+    assert "no such file" not in result.stderr
+    assert "no such file or directory" in gg("check", *args, "nope.py").stderr
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_a_file_in_a_directory_that_cannot_be_searched_by_permissions(project, tmp_path):
+    project("secret/x.py", SYNTAX_ERROR)
+    (tmp_path / "secret").chmod(0)
+    try:
+        result = gg("check", "secret/x.py")
+    finally:
+        (tmp_path / "secret").chmod(0o755)
+    assert result.exit_code == 2 and "secret/x.py: Permission denied" in result.stderr
+
+
 # --- Standard input -----------------------------------------------------------------------
 
 
