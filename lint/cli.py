@@ -942,9 +942,9 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
     if options["show_fixes"] and fixed and not options["diff"]:
         click.echo(report.fixed_listing(fixed), err=True)
     if not quiet:
-        verb = "Would fix" if options["diff"] else "Fixed"
-        click.echo(f"{verb} {report.count(count, 'finding')} in "
-                   f"{report.count(len(fixed), 'file')}.", err=True)
+        hidden = 0 if unsafe else sum(f.fix is not None and not f.fix.safe for f in findings)
+        click.echo(report.fixes_summary(count, len(fixed), hidden, not options["diff"]),
+                   err=True)
         if not options["diff"]:
             click.echo(report.summary(findings, sum(not o.error for o in outcomes)), err=True)
     if errors:

@@ -545,6 +545,20 @@ def fixable(findings: Sequence[Finding]) -> Optional[str]:
         f"[*] {unsafe} fixable with `--fix --unsafe-fixes`"
 
 
+def fixes_summary(fixed: int, files: int, hidden: int, applied: bool) -> str:
+    """What ``--fix`` did (``applied``) or ``--diff`` would do, and how many more fixes
+    ``--unsafe-fixes`` would add (``hidden``), in ruff's words: ``Fixed 2 findings in 1
+    file (1 more fix available with `--unsafe-fixes`).``, ``No findings would be fixed (3
+    fixes available with `--unsafe-fixes`).``"""
+    fixes = f"{hidden} {'fix' if hidden == 1 else 'fixes'}"
+    if hidden and not fixed:
+        none = "No findings fixed" if applied else "No findings would be fixed"
+        return f"{none} ({fixes} available with `--unsafe-fixes`)."
+    more = f" ({hidden} more {fixes.split()[1]} available with `--unsafe-fixes`)" if hidden else ""
+    return f"{'Fixed' if applied else 'Would fix'} {count(fixed, 'finding')} in " \
+        f"{count(files, 'file')}{more}."
+
+
 def fixed_listing(fixed: Mapping[str, Sequence[str]]) -> str:
     """What ``--fix --show-fixes`` applied: per file, each code's count and name."""
     names = _names()

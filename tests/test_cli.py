@@ -257,6 +257,26 @@ def test_statistics(project):
         assert "2     GG001" not in result.stdout and "2     GG001" in result.stderr
 
 
+DATA_ASSIGN = "import torch\np = torch.nn.Parameter(torch.ones(2))\np.data = torch.zeros(2)\n"
+DATA_MUL = "p.data.mul_(2)\n"  # GG302 with a safe fix (after DATA_ASSIGN, whose fix is unsafe)
+
+
+@pytest.mark.parametrize("mode, applied", [("--diff", False), ("--fix", True)])
+def test_fix_summaries_count_the_fixes_only_unsafe_fixes_apply(project, mode, applied):
+    project("only.py", DATA_ASSIGN)
+    project("both.py", DATA_ASSIGN + DATA_MUL)
+    alone = gg("check", mode, "only.py")
+    assert ("No findings fixed" if applied else "No findings would be fixed") \
+        + " (1 fix available with `--unsafe-fixes`)." in alone.stderr
+    both = gg("check", mode, "both.py")
+    assert ("Fixed" if applied else "Would fix") \
+        + " 1 finding in 1 file (1 more fix available with `--unsafe-fixes`)." in both.stderr
+    project("both.py", DATA_ASSIGN + DATA_MUL)
+    unsafe = gg("check", mode, "--unsafe-fixes", "both.py")
+    assert f"{'Fixed' if applied else 'Would fix'} 2 findings in 1 file." in unsafe.stderr
+    assert "available with" not in unsafe.stderr
+
+
 # --- --output-file ------------------------------------------------------------------------
 
 
