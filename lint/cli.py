@@ -159,7 +159,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan,
     except Exception as error:  # never let one file stop the others
         detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
         findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
-        findings, lines = (findings if INTERNAL_ERROR in plan.codes else []), []
+        lines = []
     return Outcome(path, findings, lines if plan.keep_lines and findings else None,
                    noqa_used=frozenset(use.keys))
 
@@ -344,7 +344,7 @@ def lint_path_apart(path: str, plan: Plan, cache: Optional[Cache]) -> Outcome:
         died = Finding(path, 1, 1, INTERNAL_ERROR,
                        "internal error: the process linting this file ended abruptly "
                        "(killed, perhaps for memory)")
-        return Outcome(path, [died] if INTERNAL_ERROR in plan.codes else [])
+        return Outcome(path, [died])
     except OSError:  # no process could be started (a sandbox, no semaphores): lint it here
         return lint_path(path, plan, cache)
 
@@ -784,7 +784,7 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
                                                 for glob, codes in plan.per_file_ignores)
              + f"}}  # {origin((source, plan.per_file_ignores))}",
              "enabled = ["]
-    lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic')}"
+    lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic: always reported')}"
               for code in sorted(plan.codes)]
     lines.append("]")
     if not directory:
