@@ -1015,22 +1015,59 @@ def _write(findings: list[Finding], sources: dict, options: dict) -> Optional[st
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: int) -> None:
     """Run FILE.py [ARGS]... (or `-- COMMAND...`, e.g. `-- pytest tests/`) under the
-    runtime monitor, in a contained child process, and print every hazard it sees."""
+    runtime monitor as you would run it (here, in this environment, its output shown), in
+    a child process with a timeout and a memory limit, then print every hazard it saw.
+
+    Exit status: the program's when it fails (124 when it runs past --timeout); else 1
+    when a hazard was seen, else 0; 2 when the verifier could not run or lost its result.
+    """
     from gradguard.verify.runner import run_contained
 
     target = _verify_target(list(command))
-    outcome = run_contained(target, [], timeout, max_memory, device)
+    outcome = run_contained(target, [], timeout, max_memory, device, shown=True)
     if outcome.status == "no verifier":
         _error(outcome.error or "the verifier could not start")
         sys.exit(EXIT_ERROR)
     for event in sorted(outcome.events, key=lambda e: (e["file"], e["line"], e["code"])):
         click.echo(f"{display_path(event['file'])}:{event['line']}:1: {event['code']} "
                    f"{event['message']}")
-    if outcome.status != "ok":
-        click.echo(f"the program {outcome.verdict_note or outcome.status}", err=True)
+    ending = _how_the_program_ended(outcome, timeout)
+    if ending:
+        click.echo(f"gradguard: {ending}", err=True)
     count = len(outcome.events)
-    click.echo(f"{count or 'No'} hazard{'' if count == 1 else 's'} seen at run time", err=True)
-    sys.exit(EXIT_FINDINGS if outcome.events else EXIT_OK)
+    click.echo(f"gradguard: {count or 'No'} hazard{'' if count == 1 else 's'} seen at run "
+               "time", err=True)
+    sys.exit(verify_status(outcome))
+
+
+EXIT_TIMEOUT = 124  # as timeout(1): the program ran past --timeout
+
+
+def verify_status(outcome) -> int:
+    """``verify``'s exit status: the program's own when it failed (a crash is never 0),
+    124 for a timeout; 2 when the monitor's result is missing (it failed, or the program
+    left by ``os._exit(0)``); else 1 for hazards seen, else 0."""
+    if outcome.status == "timeout":
+        return EXIT_TIMEOUT
+    if outcome.exit_status:
+        return outcome.exit_status
+    if outcome.status != "ok":
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.events else EXIT_OK
+
+
+def _how_the_program_ended(outcome, timeout: float) -> Optional[str]:
+    """A line on how the program ended, unless it ran to its end with status 0 and the
+    monitor's result."""
+    if outcome.status == "timeout":
+        return f"the program ran past --timeout ({timeout:g} s) and was stopped"
+    if outcome.lost:  # nothing printed why: killed, the memory limit, os._exit
+        return f"{outcome.error}: the hazards it met are not known"
+    if outcome.exit_status:  # its traceback or message is on stderr, as python prints it
+        return f"the program exited with status {outcome.exit_status}"
+    if outcome.status != "ok":
+        return f"the verifier failed: {outcome.error}"
+    return None
 
 
 def _verify_target(command: list[str]) -> list[str]:
