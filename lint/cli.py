@@ -51,6 +51,7 @@ from gradguard.noqa import (UNUSED_NOQA, NoqaUse, add_noqa, filter_noqa, source_
 from gradguard.rules import ALL_RULES, Rule
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_TIMEOUT = 124  # `verify`: the program ran past --timeout (as timeout(1) exits)
 DEBOUNCE = 0.15  # seconds the language server waits after a change before it lints
 
 
@@ -1038,9 +1039,6 @@ def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: in
     click.echo(f"gradguard: {count or 'No'} hazard{'' if count == 1 else 's'} seen at run "
                "time", err=True)
     sys.exit(verify_status(outcome))
-
-
-EXIT_TIMEOUT = 124  # as timeout(1): the program ran past --timeout
 
 
 def verify_status(outcome) -> int:

@@ -550,11 +550,11 @@ def fixes_summary(fixed: int, files: int, hidden: int, applied: bool) -> str:
     ``--unsafe-fixes`` would add (``hidden``), in ruff's words: ``Fixed 2 findings in 1
     file (1 more fix available with `--unsafe-fixes`).``, ``No findings would be fixed (3
     fixes available with `--unsafe-fixes`).``"""
-    fixes = f"{hidden} {'fix' if hidden == 1 else 'fixes'}"
+    noun = "fix" if hidden == 1 else "fixes"
     if hidden and not fixed:
         none = "No findings fixed" if applied else "No findings would be fixed"
-        return f"{none} ({fixes} available with `--unsafe-fixes`)."
-    more = f" ({hidden} more {fixes.split()[1]} available with `--unsafe-fixes`)" if hidden else ""
+        return f"{none} ({hidden} {noun} available with `--unsafe-fixes`)."
+    more = f" ({hidden} more {noun} available with `--unsafe-fixes`)" if hidden else ""
     return f"{'Fixed' if applied else 'Would fix'} {count(fixed, 'finding')} in " \
         f"{count(files, 'file')}{more}."
 
