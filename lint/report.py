@@ -55,7 +55,8 @@ def catalog() -> list[CodeInfo]:
     diagnostics = [
         CodeInfo(code, _DIAGNOSTIC_NAMES[code], summary, True,
                  f"## What it does\n{summary[0].upper()}{summary[1:]}.\n\nThis is a diagnostic of "
-                 "gradguard itself, not a rule: it is always on unless ignored.", True)
+                 "gradguard itself, not a rule: it is always reported, whatever the selection, "
+                 "per-file-ignores or `noqa` (as ruff's syntax errors).", True)
         for code, summary in DIAGNOSTICS.items()
     ]
     rules = [
