@@ -42,6 +42,7 @@ from gradguard.files import (
     matches_any,
     read_file,
     split_globs,
+    unreachable,
     write_atomically,
 )
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
@@ -50,6 +51,7 @@ from gradguard.noqa import (UNUSED_NOQA, NoqaUse, add_noqa, filter_noqa, source_
 from gradguard.rules import ALL_RULES, Rule
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_TIMEOUT = 124  # `verify`: the program ran past --timeout (as timeout(1) exits)
 DEBOUNCE = 0.15  # seconds the language server waits after a change before it lints
 
 
@@ -159,7 +161,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan,
     except Exception as error:  # never let one file stop the others
         detail = traceback.format_exc() if plan.debug else f"{type(error).__name__}: {error}"
         findings = [Finding(path, 1, 1, INTERNAL_ERROR, f"internal error: {detail}")]
-        findings, lines = (findings if INTERNAL_ERROR in plan.codes else []), []
+        lines = []
     return Outcome(path, findings, lines if plan.keep_lines and findings else None,
                    noqa_used=frozenset(use.keys))
 
@@ -344,7 +346,7 @@ def lint_path_apart(path: str, plan: Plan, cache: Optional[Cache]) -> Outcome:
         died = Finding(path, 1, 1, INTERNAL_ERROR,
                        "internal error: the process linting this file ended abruptly "
                        "(killed, perhaps for memory)")
-        return Outcome(path, [died] if INTERNAL_ERROR in plan.codes else [])
+        return Outcome(path, [died])
     except OSError:  # no process could be started (a sandbox, no semaphores): lint it here
         return lint_path(path, plan, cache)
 
@@ -723,20 +725,20 @@ def run_check(paths: Sequence[str], options: dict) -> int:
 
 def show_settings(paths: Sequence[str], resolver: Resolver, options: dict) -> int:
     """``--show-settings``: each path's settings, in blocks a blank line apart."""
-    blocks, missing = [], []
+    blocks, errors = [], []
     for path in paths:
         target = options["stdin_filename"] if path == STDIN else path
         if path != STDIN and not os.path.exists(path):
-            missing.append(path)
+            errors.append(f"{path}: {unreachable(path) or 'no such file or directory'}")
             continue
         resolved = resolver.for_directory(target) if os.path.isdir(target) \
             else resolver.for_file(target)
         blocks.append(describe_settings(target, resolved, resolver, options))
     if blocks:
         click.echo("\n\n".join(blocks))
-    for path in missing:
-        _error(f"{path}: no such file or directory")
-    return EXIT_ERROR if missing else EXIT_OK
+    for message in errors:
+        _error(message)
+    return EXIT_ERROR if errors else EXIT_OK
 
 
 def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
@@ -786,7 +788,7 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
                                                 for glob, codes in plan.per_file_ignores)
              + f"}}  # {origin((source, plan.per_file_ignores))}",
              "enabled = ["]
-    lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic')}"
+    lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic: always reported')}"
               for code in sorted(plan.codes)]
     lines.append("]")
     if not directory:
@@ -944,9 +946,9 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
     if options["show_fixes"] and fixed and not options["diff"]:
         click.echo(report.fixed_listing(fixed), err=True)
     if not quiet:
-        verb = "Would fix" if options["diff"] else "Fixed"
-        click.echo(f"{verb} {report.count(count, 'finding')} in "
-                   f"{report.count(len(fixed), 'file')}.", err=True)
+        hidden = 0 if unsafe else sum(f.fix is not None and not f.fix.safe for f in findings)
+        click.echo(report.fixes_summary(count, len(fixed), hidden, not options["diff"]),
+                   err=True)
         if not options["diff"]:
             click.echo(report.summary(findings, sum(not o.error for o in outcomes)), err=True)
     if errors:
@@ -1029,22 +1031,56 @@ def _write(findings: list[Finding], sources: dict, options: dict) -> Optional[st
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: int) -> None:
     """Run FILE.py [ARGS]... (or `-- COMMAND...`, e.g. `-- pytest tests/`) under the
-    runtime monitor, in a contained child process, and print every hazard it sees."""
+    runtime monitor as you would run it (here, in this environment, its output shown), in
+    a child process with a timeout and a memory limit, then print every hazard it saw.
+
+    Exit status: the program's when it fails (124 when it runs past --timeout); else 1
+    when a hazard was seen, else 0; 2 when the verifier could not run or lost its result.
+    """
     from gradguard.verify.runner import run_contained
 
     target = _verify_target(list(command))
-    outcome = run_contained(target, [], timeout, max_memory, device)
+    outcome = run_contained(target, [], timeout, max_memory, device, shown=True)
     if outcome.status == "no verifier":
         _error(outcome.error or "the verifier could not start")
         sys.exit(EXIT_ERROR)
     for event in sorted(outcome.events, key=lambda e: (e["file"], e["line"], e["code"])):
         click.echo(f"{display_path(event['file'])}:{event['line']}:1: {event['code']} "
                    f"{event['message']}")
-    if outcome.status != "ok":
-        click.echo(f"the program {outcome.verdict_note or outcome.status}", err=True)
+    ending = _how_the_program_ended(outcome, timeout)
+    if ending:
+        click.echo(f"gradguard: {ending}", err=True)
     count = len(outcome.events)
-    click.echo(f"{count or 'No'} hazard{'' if count == 1 else 's'} seen at run time", err=True)
-    sys.exit(EXIT_FINDINGS if outcome.events else EXIT_OK)
+    click.echo(f"gradguard: {count or 'No'} hazard{'' if count == 1 else 's'} seen at run "
+               "time", err=True)
+    sys.exit(verify_status(outcome))
+
+
+def verify_status(outcome) -> int:
+    """``verify``'s exit status: the program's own when it failed (a crash is never 0),
+    124 for a timeout; 2 when the monitor's result is missing (it failed, or the program
+    left by ``os._exit(0)``); else 1 for hazards seen, else 0."""
+    if outcome.status == "timeout":
+        return EXIT_TIMEOUT
+    if outcome.exit_status:
+        return outcome.exit_status
+    if outcome.status != "ok":
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.events else EXIT_OK
+
+
+def _how_the_program_ended(outcome, timeout: float) -> Optional[str]:
+    """A line on how the program ended, unless it ran to its end with status 0 and the
+    monitor's result."""
+    if outcome.status == "timeout":
+        return f"the program ran past --timeout ({timeout:g} s) and was stopped"
+    if outcome.lost:  # nothing printed why: killed, the memory limit, os._exit
+        return f"{outcome.error}: the hazards it met are not known"
+    if outcome.exit_status:  # its traceback or message is on stderr, as python prints it
+        return f"the program exited with status {outcome.exit_status}"
+    if outcome.status != "ok":
+        return f"the verifier failed: {outcome.error}"
+    return None
 
 
 def _verify_target(command: list[str]) -> list[str]:

@@ -5,7 +5,10 @@ ruff, each file is linted with the nearest one at or above its directory (``chec
 finds them, see ``cli.Resolver``); a file given with ``--config`` that is not named
 ``pyproject.toml`` (say ``gradguard.toml``) holds the settings at its top level. TOML is
 read with ``tomllib`` (Python 3.11+) or ``tomli``; without either, a found configuration
-is skipped with a warning.
+is skipped with a warning. A file that is not valid TOML is a ``ConfigError`` (the
+parser's message, with its line and column) wherever it is read, also a
+``pyproject.toml`` on the way up that may or may not configure gradguard: as in ruff,
+it stops the run rather than being passed over.
 
 Rules' own settings are in ``[tool.gradguard.rules.<rule-name>]`` (``data-write``, as
 ``gradguard rules`` names them), each key one of the options the rule declares.
@@ -67,9 +70,15 @@ def find_pyproject(start: Path) -> Optional[Path]:
 
 
 def has_section(candidate: Path) -> bool:
-    """Whether ``candidate`` is a file with a ``[tool.gradguard]`` section (a
-    ``pyproject.toml`` without one is no gradguard configuration: it is passed over)."""
-    return candidate.is_file() and bool(_SECTION.search(_read_text(candidate)))
+    """Whether ``candidate`` is a file with a ``[tool.gradguard]`` table (a
+    ``pyproject.toml`` without one is no gradguard configuration: it is passed over).
+    Raises ``ConfigError`` for a file that is not valid TOML. Without a TOML reader the
+    text is searched for the table's header (``load`` then warns)."""
+    if not candidate.is_file():
+        return False
+    if tomllib is None:
+        return bool(_SECTION.search(_read_text(candidate)))
+    return _gradguard_table(_read_toml(candidate)) is not None
 
 
 def load(path: Path, warn: Callable[[str], None]) -> Config:
@@ -77,13 +86,24 @@ def load(path: Path, warn: Callable[[str], None]) -> Config:
     if tomllib is None:
         warn(f"{path}: cannot read the configuration: install `tomli` on Python < 3.11")
         return Config()
+    document = _read_toml(path)
+    table = (_gradguard_table(document) or {}) if path.name == "pyproject.toml" else document
+    return _parse(path, table)
+
+
+def _read_toml(path: Path) -> dict:
+    """The document in ``path``; ``ConfigError`` with the parser's message (which gives
+    the line and column) when it is not TOML."""
     try:
-        document = tomllib.loads(_read_text(path))
+        return tomllib.loads(_read_text(path))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("gradguard", {}) if path.name == "pyproject.toml" \
-        else document
-    return _parse(path, table)
+
+
+def _gradguard_table(document: dict) -> Optional[dict]:
+    """A ``pyproject.toml``'s ``[tool.gradguard]``; None when it has none."""
+    tool = document.get("tool")
+    return tool.get("gradguard") if isinstance(tool, dict) else None
 
 
 def _read_text(path: Path) -> str:
@@ -93,7 +113,9 @@ def _read_text(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read the configuration: {error.strerror}") from None
 
 
-def _parse(path: Path, table: dict) -> Config:
+def _parse(path: Path, table) -> Config:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: the settings must be a table ([tool.gradguard])")
     unknown = sorted(set(table) - set(LIST_KEYS) - set(TABLE_KEYS))
     if unknown:
         raise ConfigError(

@@ -179,6 +179,22 @@ def display_path(path: str, cwd: str | None = None) -> str:
     return os.path.normpath(path)
 
 
+def unreachable(path: str) -> Optional[str]:
+    """Why a path that ``os.path.exists`` denies cannot be reached, when it is not that
+    nothing is there: a link to nothing, or the system's reason (a directory on the way
+    that may not be searched: "Permission denied"; a file on the way: "Not a
+    directory"). None for a path that does not exist."""
+    if os.path.islink(path):
+        return "a symbolic link to nothing (dangling, or a loop)"
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return error.strerror or str(error)
+    return None  # it appeared meanwhile: reported as missing, as it was when looked at
+
+
 @dataclass
 class Discovery:
     """The outcome of expanding the command line's paths."""
@@ -229,11 +245,11 @@ class FileFinder:
         seen_dirs: set[tuple[int, int]] = set()
         for path in paths:
             if not os.path.exists(path):
-                if os.path.islink(path):
-                    found.errors.append(f"{path}: a symbolic link to nothing (dangling, or a "
-                                        "loop)")
-                else:
+                why = unreachable(path)
+                if why is None:
                     found.missing.append(path)
+                else:
+                    found.errors.append(f"{path}: {why}")
                 continue
             if self.force_exclude and self._excluded_explicitly(path):
                 continue

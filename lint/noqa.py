@@ -2,7 +2,8 @@
 
 Same semantics as flake8: ``# noqa`` alone suppresses everything on the line;
 ``# noqa: GG101,GG2`` suppresses the listed codes and codes starting with a listed
-prefix. Matching is case-insensitive, and ``#noqa`` works too (as in ruff).
+prefix. Matching is case-insensitive, and ``#noqa`` works too (as in ruff). The
+diagnostics (GG001-GG003: the file was not linted) are never suppressed, as in ruff.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Optional, Sequence
 
 from gradguard.files import LINE_END, decode, split_lines
-from gradguard.findings import SAFE, Edit, Finding, Fix
+from gradguard.findings import DIAGNOSTICS, SAFE, Edit, Finding, Fix
 
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 _CODE_SEP = re.compile(r"[,\s]+")
@@ -53,7 +54,7 @@ def noqa_codes(line: str) -> Optional[frozenset[str]]:
 
 def is_suppressed(finding: Finding, lines: Sequence[str]) -> bool:
     """Whether a ``noqa`` comment on the finding's line covers its code."""
-    if not 1 <= finding.line <= len(lines):
+    if finding.code in DIAGNOSTICS or not 1 <= finding.line <= len(lines):
         return False
     codes = noqa_codes(lines[finding.line - 1])
     if codes is None:
@@ -96,7 +97,7 @@ def noqa_key(line: str) -> str:
 def suppressing(finding: Finding, lines: Sequence[str]) -> Optional[tuple[str, ...]]:
     """The codes of the ``noqa`` comment that suppress ``finding`` (``("*",)`` for a bare
     ``# noqa``), or None when it is not suppressed."""
-    if not 1 <= finding.line <= len(lines):
+    if finding.code in DIAGNOSTICS or not 1 <= finding.line <= len(lines):
         return None
     codes = noqa_codes(lines[finding.line - 1])
     if codes is None:

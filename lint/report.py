@@ -55,7 +55,8 @@ def catalog() -> list[CodeInfo]:
     diagnostics = [
         CodeInfo(code, _DIAGNOSTIC_NAMES[code], summary, True,
                  f"## What it does\n{summary[0].upper()}{summary[1:]}.\n\nThis is a diagnostic of "
-                 "gradguard itself, not a rule: it is always on unless ignored.", True)
+                 "gradguard itself, not a rule: it is always reported, whatever the selection, "
+                 "per-file-ignores or `noqa` (as ruff's syntax errors).", True)
         for code, summary in DIAGNOSTICS.items()
     ]
     rules = [
@@ -543,6 +544,20 @@ def fixable(findings: Sequence[Finding]) -> Optional[str]:
     more = f" ({unsafe} more with `--fix --unsafe-fixes`)" if unsafe else ""
     return f"[*] {safe} fixable with `--fix`{more}" if safe else \
         f"[*] {unsafe} fixable with `--fix --unsafe-fixes`"
+
+
+def fixes_summary(fixed: int, files: int, hidden: int, applied: bool) -> str:
+    """What ``--fix`` did (``applied``) or ``--diff`` would do, and how many more fixes
+    ``--unsafe-fixes`` would add (``hidden``), in ruff's words: ``Fixed 2 findings in 1
+    file (1 more fix available with `--unsafe-fixes`).``, ``No findings would be fixed (3
+    fixes available with `--unsafe-fixes`).``"""
+    noun = "fix" if hidden == 1 else "fixes"
+    if hidden and not fixed:
+        none = "No findings fixed" if applied else "No findings would be fixed"
+        return f"{none} ({hidden} {noun} available with `--unsafe-fixes`)."
+    more = f" ({hidden} more {noun} available with `--unsafe-fixes`)" if hidden else ""
+    return f"{'Fixed' if applied else 'Would fix'} {count(fixed, 'finding')} in " \
+        f"{count(files, 'file')}{more}."
 
 
 def fixed_listing(fixed: Mapping[str, Sequence[str]]) -> str:

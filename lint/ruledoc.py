@@ -175,7 +175,8 @@ def document() -> str:
         "some occurrences, see the rule's *Fix safety*) or *always*.",
         "",
         "Besides the rules, gradguard reports on files it cannot lint. These diagnostics are "
-        "always on unless ignored:",
+        "always reported: no selection, per-file-ignores or `noqa` hides them (as ruff's "
+        "syntax errors):",
         "",
         "| Code | Name | Summary |",
         "|------|------|---------|",

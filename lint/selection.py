@@ -5,6 +5,11 @@ codes (``GG1``, ``GG``) or ``ALL``. As in ruff and flake8, when a code matches b
 select and an ignore selector the more specific (longer) selector wins, and ignore wins
 a tie. The default selection (no ``--select``) counts as the least specific selector,
 so any ``--ignore`` overrides it.
+
+The diagnostics (GG001 syntax error, GG002 decode error, GG003 internal error) say that
+a file was not linted, or not wholly: they are always selected, and no ignore (nor
+per-file-ignores, nor ``noqa``) hides them, as ruff always reports a syntax error. A
+selector may still name them; it changes nothing.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def resolve(
         chosen = _specificity(code, [*(select or ()), *extend_select])
         if select is None and code in defaults:
             chosen = max(chosen, 0)
-        if chosen >= 0 and chosen > _specificity(code, ignore):
+        if code in DIAGNOSTICS or chosen >= 0 and chosen > _specificity(code, ignore):
             selected.add(code)
     return frozenset(selected)
 
@@ -85,5 +90,6 @@ def rules_for(codes: Iterable[str]) -> list[type[Rule]]:
 
 
 def is_ignored(code: str, selectors: Iterable[str]) -> bool:
-    """Whether any of ``selectors`` (e.g. a per-file-ignores entry) covers ``code``."""
-    return any(matches(code, selector) for selector in selectors)
+    """Whether any of ``selectors`` (e.g. a per-file-ignores entry) covers ``code`` (a
+    diagnostic: never)."""
+    return code not in DIAGNOSTICS and any(matches(code, selector) for selector in selectors)

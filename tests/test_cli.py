@@ -23,6 +23,8 @@ from gradguard.selection import (UnknownSelector, default_codes, known_codes,
 
 GG101_SAMPLE = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"
 SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001 at 2:7
+# GG302 at 3:1: a code to select and ignore (GG001 cannot be: it is always reported)
+DATA_WRITE = "import torch\np = torch.nn.Parameter(torch.ones(2))\np.data.mul_(2)\n"
 
 
 @pytest.fixture
@@ -257,6 +259,26 @@ def test_statistics(project):
         assert "2     GG001" not in result.stdout and "2     GG001" in result.stderr
 
 
+DATA_ASSIGN = "import torch\np = torch.nn.Parameter(torch.ones(2))\np.data = torch.zeros(2)\n"
+DATA_MUL = "p.data.mul_(2)\n"  # GG302 with a safe fix (after DATA_ASSIGN, whose fix is unsafe)
+
+
+@pytest.mark.parametrize("mode, applied", [("--diff", False), ("--fix", True)])
+def test_fix_summaries_count_the_fixes_only_unsafe_fixes_apply(project, mode, applied):
+    project("only.py", DATA_ASSIGN)
+    project("both.py", DATA_ASSIGN + DATA_MUL)
+    alone = gg("check", mode, "only.py")
+    assert ("No findings fixed" if applied else "No findings would be fixed") \
+        + " (1 fix available with `--unsafe-fixes`)." in alone.stderr
+    both = gg("check", mode, "both.py")
+    assert ("Fixed" if applied else "Would fix") \
+        + " 1 finding in 1 file (1 more fix available with `--unsafe-fixes`)." in both.stderr
+    project("both.py", DATA_ASSIGN + DATA_MUL)
+    unsafe = gg("check", mode, "--unsafe-fixes", "both.py")
+    assert f"{'Fixed' if applied else 'Would fix'} 2 findings in 1 file." in unsafe.stderr
+    assert "available with" not in unsafe.stderr
+
+
 # --- --output-file ------------------------------------------------------------------------
 
 
@@ -474,6 +496,42 @@ def test_unreadable_file_by_permissions(project):
     assert result.exit_code == 2 and "Permission denied" in result.stderr
 
 
+def deny_search(monkeypatch, directory: str) -> None:
+    """``os.stat`` of anything under ``directory`` fails as it does for a user who may
+    not search it (mode 000): the sessions run as root, whom no mode stops."""
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.path.abspath(path).startswith(os.path.abspath(directory) + os.sep):
+            raise PermissionError(13, "Permission denied", path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+
+
+@pytest.mark.parametrize("args", [(), ("--show-settings",)])
+def test_a_file_in_a_directory_that_cannot_be_searched_is_a_permission_error(
+        project, monkeypatch, args):
+    project("secret/x.py", SYNTAX_ERROR)
+    deny_search(monkeypatch, "secret")
+    result = gg("check", *args, os.path.join("secret", "x.py"))
+    assert result.exit_code == 2
+    assert f"{os.path.join('secret', 'x.py')}: Permission denied" in result.stderr
+    assert "no such file" not in result.stderr
+    assert "no such file or directory" in gg("check", *args, "nope.py").stderr
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_a_file_in_a_directory_that_cannot_be_searched_by_permissions(project, tmp_path):
+    project("secret/x.py", SYNTAX_ERROR)
+    (tmp_path / "secret").chmod(0)
+    try:
+        result = gg("check", "secret/x.py")
+    finally:
+        (tmp_path / "secret").chmod(0o755)
+    assert result.exit_code == 2 and "secret/x.py: Permission denied" in result.stderr
+
+
 # --- Standard input -----------------------------------------------------------------------
 
 
@@ -491,9 +549,10 @@ def test_stdin_filename_with_other_paths(project):
 
 
 def test_stdin_subject_to_per_file_ignores(project):
-    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"x.py" = ["GG001"]\n')
-    assert gg("check", "-", "--stdin-filename", "x.py", stdin=b"x = (\n").exit_code == 0
-    assert gg("check", "-", "--stdin-filename", "y.py", stdin=b"x = (\n").exit_code == 1
+    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"x.py" = ["GG302"]\n')
+    source = DATA_WRITE.encode()
+    assert gg("check", "-", "--stdin-filename", "x.py", stdin=source).exit_code == 0
+    assert gg("check", "-", "--stdin-filename", "y.py", stdin=source).exit_code == 1
 
 
 # --- Selection ----------------------------------------------------------------------------
@@ -501,23 +560,37 @@ def test_stdin_subject_to_per_file_ignores(project):
 
 @pytest.mark.parametrize("args, reported", [
     ((), True),
-    (("--ignore", "GG001"), False),
-    (("--ignore", "GG0"), False),
+    (("--ignore", "GG302"), False),
+    (("--ignore", "GG3"), False),
     (("--ignore", "gg"), False),
     (("--ignore", "ALL"), False),
     (("--select", "GG1"), False),
-    (("--select", "GG101,GG001"), True),
-    (("--select", "GG101", "--select", "GG001"), True),
-    (("--select", "GG1", "--extend-select", "GG001"), True),
+    (("--select", "GG101,GG302"), True),
+    (("--select", "GG101", "--select", "GG302"), True),
+    (("--select", "GG1", "--extend-select", "GG302"), True),
     (("--select", "ALL"), True),
-    (("--select", "GG", "--ignore", "GG001"), False),
-    (("--select", "GG001", "--ignore", "GG0"), True),  # the more specific wins
-    (("--select", "GG0", "--ignore", "GG0"), False),  # ignore wins a tie
+    (("--select", "GG", "--ignore", "GG302"), False),
+    (("--select", "GG302", "--ignore", "GG3"), True),  # the more specific wins
+    (("--select", "GG3", "--ignore", "GG3"), False),  # ignore wins a tie
 ])
-def test_select_and_ignore_on_diagnostics(project, args, reported):
-    project("a.py", SYNTAX_ERROR)
+def test_select_and_ignore(project, args, reported):
+    project("a.py", DATA_WRITE)
     result = gg("check", *args)
     assert result.exit_code == (1 if reported else 0), result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    (), ("--select", "GG101"), ("--select", "GG3"), ("--ignore", "GG001"), ("--ignore", "GG0"),
+    ("--ignore", "ALL"), ("--select", "GG1", "--ignore", "GG00"),
+])
+def test_diagnostics_are_reported_whatever_the_selection(project, args):
+    """As ruff reports a syntax error whatever is selected: a file that was not linted
+    (GG001 syntax, GG002 decoding) never passes silently."""
+    project("a.py", SYNTAX_ERROR)
+    project("b.py", b"x = '\xff'\n")
+    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"*.py" = ["GG0"]\n')
+    result = gg("check", *args)
+    assert result.exit_code == 1 and codes(result) == ["GG001", "GG002"], result.stderr
 
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
@@ -527,14 +600,16 @@ def test_unknown_selector_is_usage_error(project, option):
 
 
 def test_resolve_default_and_prefixes():
+    diagnostics = {"GG001", "GG002", "GG003"}  # always selected
     assert resolve(None) == default_codes()
-    assert {"GG001", "GG002", "GG003", "GG101"} <= resolve(None)
-    assert resolve(["GG1"]) == {c for c in known_codes() if c.startswith("GG1")}
+    assert diagnostics | {"GG101"} <= resolve(None)
+    assert resolve(["GG1"]) == diagnostics | {c for c in known_codes() if c.startswith("GG1")}
     assert resolve(["ALL"]) == set(known_codes())
     assert resolve(None, ["GG1"]) == {c for c in default_codes() if not c.startswith("GG1")}
-    assert resolve(None, ["GG"], ["GG101"]) == {"GG101"}
-    assert resolve(["GG101"], ["GG1"]) == {"GG101"}
+    assert resolve(None, ["GG"], ["GG101"]) == diagnostics | {"GG101"}
+    assert resolve(["GG101"], ["GG1"]) == diagnostics | {"GG101"}
     assert resolve(["GG1"], ["GG101"]) == resolve(["GG1"]) - {"GG101"}
+    assert resolve(None, ["ALL"]) == diagnostics
 
 
 def test_select_enables_default_off_rule():
@@ -542,7 +617,7 @@ def test_select_enables_default_off_rule():
     defaults = frozenset({"GG001", "GG101"})
     assert resolve(None, known=known, defaults=defaults) == defaults
     assert resolve(None, extend_select=["GG150"], known=known, defaults=defaults) == set(known)
-    assert resolve(["GG1"], known=known, defaults=defaults) == {"GG101", "GG150"}
+    assert resolve(["GG1"], known=known, defaults=defaults) == {"GG001", "GG101", "GG150"}
 
 
 def test_parse_and_validate_selectors():
@@ -584,59 +659,60 @@ def test_source_lines_decoding():
 
 
 @pytest.mark.parametrize("comment, suppressed", [
-    ("# noqa", True), ("# noqa: GG001", True), ("# noqa:GG0", True), ("# NoQA: gg001", True),
+    ("# noqa", True), ("# noqa: GG302", True), ("# noqa:GG3", True), ("# NoQA: gg302", True),
     ("# noqa: GG101", False), ("", False),
 ])
 def test_noqa_in_cli(project, comment, suppressed):
-    project("a.py", f"x = (  {comment}\n")
+    project("a.py", f"{DATA_WRITE.rstrip()}  {comment}\n")
     assert gg("check").exit_code == (0 if suppressed else 1)
     assert gg("check", "--disable-noqa").exit_code == 1
 
 
-def test_noqa_on_undecodable_file(project):
-    project("a.py", b"x = '\xff'  # noqa: GG002\n")
-    assert gg("check").exit_code == 0
-    assert codes(gg("check", "--disable-noqa")) == ["GG002"]
+@pytest.mark.parametrize("comment", ["# noqa", "# noqa: GG001", "# noqa: GG0"])
+def test_noqa_does_not_hide_a_file_that_was_not_linted(project, comment):
+    project("a.py", f"x = (  {comment}\n")
+    project("b.py", f"x = '\xff'  {comment.replace('GG001', 'GG002')}\n".encode("latin-1"))
+    assert codes(gg("check")) == ["GG001", "GG002"]
 
 
 # --- Configuration ------------------------------------------------------------------------
 
 
 def test_config_found_walking_up(project, tmp_path, monkeypatch):
-    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG001"]\n')
+    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG302"]\n')
     project("sub/pyproject.toml", "[project]\nname = 'sub'\n")  # no section: skipped
-    project("sub/a.py", SYNTAX_ERROR)
+    project("sub/a.py", DATA_WRITE)
     monkeypatch.chdir(tmp_path / "sub")
     assert gg("check").exit_code == 0
     assert gg("check", "--isolated").exit_code == 1
-    assert gg("check", "--ignore", "GG002").exit_code == 1  # command line replaces ignore
+    assert gg("check", "--ignore", "GG301").exit_code == 1  # command line replaces ignore
 
 
 def test_config_select_extend_select_and_exclude(project):
     project("pyproject.toml", '[tool.gradguard]\nselect = ["GG1"]\nexclude = ["skip"]\n'
                               'extend-exclude = ["also"]\n')
-    project("a.py", SYNTAX_ERROR)
+    project("a.py", DATA_WRITE)
     project("skip/b.py", SYNTAX_ERROR)
     project("also/c.py", SYNTAX_ERROR)
     assert gg("check").exit_code == 0
-    result = gg("check", "--extend-select", "GG001")
+    result = gg("check", "--extend-select", "GG302")
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["a.py"]
-    assert gg("check", "--select", "GG0").exit_code == 1
+    assert gg("check", "--select", "GG3").exit_code == 1
     assert len(gg("check", "--isolated").stdout.splitlines()) == 3
 
 
 def test_config_per_file_ignores(project):
-    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"tests/*" = ["GG0"]\n'
-                              '"legacy.py" = ["GG001"]\n')
-    project("tests/t.py", SYNTAX_ERROR)
-    project("pkg/legacy.py", SYNTAX_ERROR)
-    project("a.py", SYNTAX_ERROR)
+    project("pyproject.toml", '[tool.gradguard.per-file-ignores]\n"tests/*" = ["GG3"]\n'
+                              '"legacy.py" = ["GG302"]\n')
+    project("tests/t.py", DATA_WRITE)
+    project("pkg/legacy.py", DATA_WRITE)
+    project("a.py", DATA_WRITE)
     assert [line.split(":")[0] for line in gg("check").stdout.splitlines()] == ["a.py"]
 
 
 def test_config_file_option(project):
-    project("gradguard.toml", 'ignore = ["GG001"]\n')
-    project("a.py", SYNTAX_ERROR)
+    project("gradguard.toml", 'ignore = ["GG302"]\n')
+    project("a.py", DATA_WRITE)
     assert gg("check", "--config", "gradguard.toml").exit_code == 0
     assert gg("check", "--config", "gradguard.toml", "--isolated").exit_code == 2
 
@@ -656,8 +732,8 @@ def test_bad_config_is_usage_error(project, content, message):
 
 def test_config_without_toml_reader_warns_and_continues(project, monkeypatch):
     monkeypatch.setattr(configuration, "tomllib", None)
-    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG001"]\n')
-    project("a.py", SYNTAX_ERROR)
+    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG302"]\n')
+    project("a.py", DATA_WRITE)
     result = gg("check")
     assert result.exit_code == 1 and "warning" in result.stderr and "tomli" in result.stderr
 
@@ -683,7 +759,7 @@ def test_exception_in_check_source_is_gg003_for_that_file(project, monkeypatch):
     assert result.stdout.splitlines()[0] == "a.py:1:1: GG003 internal error: RuntimeError: boom"
     assert codes(result) == ["GG003", "GG001"]
     assert "Traceback" in gg("check", "--debug").stdout
-    assert gg("check", "--ignore", "GG003").stdout.count("GG003") == 0
+    assert gg("check", "--ignore", "GG003").stdout.count("GG003") == 1  # never hidden
 
 
 def test_internal_error_in_runner(project, monkeypatch):

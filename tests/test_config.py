@@ -8,6 +8,7 @@ import pickle
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 
 from gradguard import cli, files, noqa, server
@@ -18,6 +19,8 @@ from cli_helpers import file_writer, gg
 
 LEAF = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"  # GG101 at 3:1
 SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001
+# GG302 at 3:1: a code to select and ignore (GG001 cannot be: it is always reported)
+DATA_WRITE = "import torch\np = torch.nn.Parameter(torch.ones(2))\np.data.mul_(2)\n"
 
 
 @pytest.fixture
@@ -39,38 +42,38 @@ def found(result) -> list[tuple[str, str]]:
 
 def nested(project) -> None:
     """A root configuration and one in ``sub/`` (with one in ``sub/deeper/``)."""
-    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG001"]\n')
+    project("pyproject.toml", '[tool.gradguard]\nignore = ["GG302"]\n')
     project("sub/pyproject.toml", '[tool.gradguard]\nignore = ["GG101"]\n')
-    project("sub/deeper/pyproject.toml", '[tool.gradguard]\nselect = ["GG001"]\n')
+    project("sub/deeper/pyproject.toml", '[tool.gradguard]\nselect = ["GG302"]\n')
     project("sub/other/pyproject.toml", "[project]\nname = 'x'\n")  # no section: passed over
     for directory in ("", "sub/", "sub/deeper/", "sub/other/"):
         project(f"{directory}leaf.py", LEAF)
-        project(f"{directory}broken.py", SYNTAX_ERROR)
+        project(f"{directory}data.py", DATA_WRITE)
 
 
 def test_the_nearest_configuration_applies_to_each_file(project):
     nested(project)
     result = gg("check")
-    assert found(result) == [("leaf.py", "GG101"), ("sub/broken.py", "GG001"),
-                             ("sub/deeper/broken.py", "GG001"), ("sub/other/broken.py", "GG001")]
+    assert found(result) == [("leaf.py", "GG101"), ("sub/data.py", "GG302"),
+                             ("sub/deeper/data.py", "GG302"), ("sub/other/data.py", "GG302")]
     assert result.exit_code == 1
 
 
 def test_a_subdirectory_run_uses_the_same_configurations(project, tmp_path, monkeypatch):
     nested(project)
     monkeypatch.chdir(tmp_path / "sub")
-    assert found(gg("check")) == [("broken.py", "GG001"), ("deeper/broken.py", "GG001"),
-                                  ("other/broken.py", "GG001")]
+    assert found(gg("check")) == [("data.py", "GG302"), ("deeper/data.py", "GG302"),
+                                  ("other/data.py", "GG302")]
     assert found(gg("check", "deeper/leaf.py", "../leaf.py")) == [("../leaf.py", "GG101")]
 
 
 def test_command_line_options_apply_over_every_configuration(project):
     nested(project)
-    assert set(found(gg("check", "--select", "GG3"))) == set()
+    assert set(found(gg("check", "--select", "GG2"))) == set()
     # extend-select adds to each configuration's selection (an ignore as specific wins)
     assert set(found(gg("check", "--extend-select", "GG101"))) == {
-        ("leaf.py", "GG101"), ("sub/broken.py", "GG001"), ("sub/deeper/broken.py", "GG001"),
-        ("sub/deeper/leaf.py", "GG101"), ("sub/other/broken.py", "GG001")}
+        ("leaf.py", "GG101"), ("sub/data.py", "GG302"), ("sub/deeper/data.py", "GG302"),
+        ("sub/deeper/leaf.py", "GG101"), ("sub/other/data.py", "GG302")}
 
 
 def test_config_and_isolated_apply_to_every_file(project):
@@ -92,25 +95,25 @@ def test_a_file_under_no_configuration_gets_the_current_directorys(project, tmp_
 def test_nested_globs_resolve_against_their_own_directory(project):
     project("pyproject.toml", '[tool.gradguard]\nextend-exclude = ["pkg/gen"]\n')
     project("pkg/pyproject.toml", '[tool.gradguard]\nextend-exclude = ["gen"]\n'
-                                  '[tool.gradguard.per-file-ignores]\n"tests/*" = ["GG001"]\n'
-                                  '"pkg/legacy.py" = ["GG001"]\n')
+                                  '[tool.gradguard.per-file-ignores]\n"tests/*" = ["GG302"]\n'
+                                  '"pkg/legacy.py" = ["GG302"]\n')
     project("pkg/gen/a.py", SYNTAX_ERROR)  # sub's "gen" is pkg/gen
-    project("gen/b.py", SYNTAX_ERROR)  # the nested "gen" is not the root's gen/
-    project("pkg/tests/t.py", SYNTAX_ERROR)
-    project("tests/t.py", SYNTAX_ERROR)  # the root has no per-file-ignores
-    project("pkg/legacy.py", SYNTAX_ERROR)  # "pkg/legacy.py" is relative to pkg/: no match
+    project("gen/b.py", DATA_WRITE)  # the nested "gen" is not the root's gen/
+    project("pkg/tests/t.py", DATA_WRITE)
+    project("tests/t.py", DATA_WRITE)  # the root has no per-file-ignores
+    project("pkg/legacy.py", DATA_WRITE)  # "pkg/legacy.py" is relative to pkg/: no match
     assert [path for path, _ in found(gg("check"))] == ["gen/b.py", "pkg/legacy.py",
                                                         "tests/t.py"]
 
 
 def test_a_parent_exclude_skips_a_directory_with_its_own_configuration(project):
     project("pyproject.toml", '[tool.gradguard]\nextend-exclude = ["vendor"]\n')
-    project("vendor/pyproject.toml", '[tool.gradguard]\nselect = ["GG0"]\n')
-    project("vendor/a.py", SYNTAX_ERROR)
+    project("vendor/pyproject.toml", '[tool.gradguard]\nselect = ["GG3"]\n')
+    project("vendor/a.py", DATA_WRITE)
     project("vendor/build/b.py", SYNTAX_ERROR)
     assert gg("check").exit_code == 0
     # named, it is linted with its own configuration, whose excludes (the defaults) apply
-    assert found(gg("check", "vendor")) == [("vendor/a.py", "GG001")]
+    assert found(gg("check", "vendor")) == [("vendor/a.py", "GG302")]
 
 
 def test_each_configuration_is_read_once_and_jobs_agree(project, monkeypatch):
@@ -140,8 +143,8 @@ def test_plans_pickle_with_their_options(project):
 def test_the_language_server_resolves_each_document_as_check_does(project, tmp_path):
     nested(project)
     settings = server.Settings(cli.check_options())
-    for relative, codes in [("leaf.py", "GG101"), ("sub/leaf.py", "GG001"),
-                            ("sub/deeper/leaf.py", "GG001")]:
+    for relative, codes in [("leaf.py", "GG101"), ("sub/leaf.py", "GG302"),
+                            ("sub/deeper/leaf.py", "GG302")]:
         plan, finder = settings.plan(str(tmp_path / relative), tmp_path)
         assert (codes in plan.codes) and plan == cli.Resolver(cli.check_options()).plan_for(
             relative)
@@ -160,6 +163,46 @@ def test_a_bad_nested_configuration_stops_the_run(project):
     result = gg("check")
     assert result.exit_code == 2 and "sub/pyproject.toml" in result.stderr
     assert "XX1" in result.stderr
+
+
+# --- Configurations that cannot be parsed -------------------------------------------------
+
+UNCLOSED = "[tool.gradguard\nselect = ['GG101']\n"  # the header's ']' missing
+
+
+@pytest.mark.parametrize("where, content", [
+    ("pyproject.toml", UNCLOSED),
+    # whether it configures gradguard cannot be known: as ruff, it stops the run
+    ("pyproject.toml", "[project]\nname = = 'x'\n"),
+    ("sub/pyproject.toml", UNCLOSED),  # a nested one, on the way up from the file
+])
+def test_a_configuration_that_is_not_toml_stops_the_run(project, where, content):
+    path = project(where, content)
+    project("sub/a.py", SYNTAX_ERROR)
+    result = gg("check")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"{path}: invalid TOML: " in result.stderr and "(at line " in result.stderr
+    assert gg("check", "--isolated").exit_code == 1  # no configuration read: linted
+
+
+def test_a_config_file_that_is_not_toml_stops_the_run(project):
+    project("gradguard.toml", "select = [\n")
+    project("a.py", SYNTAX_ERROR)
+    result = gg("check", "--config", "gradguard.toml")
+    assert result.exit_code == 2 and "gradguard.toml: invalid TOML: " in result.stderr
+
+
+def test_the_language_server_shows_a_configuration_that_is_not_toml(project, tmp_path):
+    project("pyproject.toml", UNCLOSED)
+    settings = server.Settings(cli.check_options())
+    with pytest.raises(click.ClickException, match="invalid TOML"):
+        settings.plan(str(tmp_path / "a.py"), tmp_path)
+
+
+def test_reading_a_configuration_that_is_not_toml_raises_for_every_caller(project):
+    path = project("pyproject.toml", UNCLOSED)
+    with pytest.raises(configuration.ConfigError, match=r"line 1, column 16"):
+        configuration.find_pyproject(path.parent)
 
 
 # --- --show-settings ----------------------------------------------------------------------
@@ -227,7 +270,9 @@ def test_show_settings_with_config_and_command_line(project):
     assert 'exclude = ["x"]  # ci.toml' in out
     assert 'extend-exclude = ["y"]  # command line' in out
     assert "force-exclude = true" in out
-    assert [line for line in out if line.startswith('    "')] == ['    "GG101",  # leaf-inplace']
+    assert [line for line in out if line.startswith('    "')] == [
+        *(f'    "{code}",  # diagnostic: always reported' for code in ("GG001", "GG002", "GG003")),
+        '    "GG101",  # leaf-inplace']
 
 
 def test_show_settings_of_a_missing_path_is_an_error(project):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -34,6 +36,7 @@ f.backward()
 
 def script(tmp_path, name, text):
     path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return str(path)
 
@@ -167,3 +170,82 @@ def test_a_write_in_an_imported_file_is_confirmed_by_replaying_its_caller(target
     findings = json.loads(result.stdout)
     assert {(os.path.basename(f["path"]), f["line"]) for f in findings} == places
     assert {f["verdict"] for f in findings} == {"confirmed"}
+
+
+# --- `gradguard verify`: the program's own run, its output and exit status -------------------
+
+SILENT = """import torch
+w = torch.ones(2, requires_grad=True)
+y = w * 2
+z = (y * y).sum()
+y.data.mul_(0)
+z.backward()
+print("grad", w.grad)
+"""  # GG301 at 5: a wrong gradient, and no error
+
+
+def gradguard_verify(cwd, *command, timeout=120):
+    """``gradguard verify COMMAND...`` in a process of its own, from ``cwd``: the program
+    writes to the real standard streams, which the in-process CliRunner does not hold."""
+    return subprocess.run([sys.executable, "-m", "gradguard", "verify", *command], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_verify_runs_pytest_as_ci_does_and_exits_with_its_status(tmp_path):
+    script(tmp_path, "tests/test_passes.py", "def test_ok():\n    assert 1 + 1 == 2\n")
+    script(tmp_path, "tests/test_fails.py", "def test_bad():\n    assert 1 + 1 == 3\n")
+    pytest_ = ("--", "python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    passed = gradguard_verify(tmp_path, *pytest_, "tests/test_passes.py")  # relative: here
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "1 passed" in passed.stdout and "No hazards seen" in passed.stderr
+    failed = gradguard_verify(tmp_path, *pytest_, "tests/test_fails.py")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout
+    assert "the program exited with status 1" in failed.stderr
+
+
+def test_verify_shows_the_programs_output_and_its_traceback(tmp_path):
+    script(tmp_path, "crash.py", "print('before the crash')\n1 / 0\n")
+    result = gradguard_verify(tmp_path, "crash.py")
+    assert result.returncode == 1  # a crash is never 0
+    assert result.stdout == "before the crash\n"
+    assert 'File "' + str(tmp_path / "crash.py") + '", line 2' in result.stderr
+    assert "ZeroDivisionError: division by zero" in result.stderr
+    assert "runpy" not in result.stderr and "monitor.py" not in result.stderr  # as python
+
+
+def test_verify_exits_1_for_a_hazard_in_a_program_that_ends_well(tmp_path):
+    script(tmp_path, "silent.py", SILENT)
+    result = gradguard_verify(tmp_path, "silent.py")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "grad tensor([0., 0.])", result.stdout.splitlines()[1]]  # the program's, then ours
+    assert result.stdout.splitlines()[1].startswith("silent.py:5:1: GG301 ")
+
+
+def test_verify_keeps_a_failing_status_of_the_program_over_its_hazards(tmp_path):
+    script(tmp_path, "silent.py", SILENT + "raise SystemExit(3)\n")
+    result = gradguard_verify(tmp_path, "silent.py")
+    assert result.returncode == 3 and "silent.py:5:1: GG301" in result.stdout
+
+
+@pytest.mark.parametrize("outcome, status", [
+    (runner.Outcome("ok", exit_status=0), 0),
+    (runner.Outcome("ok", events=[{}], exit_status=0), 1),
+    (runner.Outcome("crashed", error="SystemExit: 4", exit_status=4), 4),
+    (runner.Outcome("crashed", events=[{}], error="ValueError: x", exit_status=1), 1),
+    (runner.Outcome("crashed", error="killed by SIGKILL", exit_status=137, lost=True), 137),
+    (runner.Outcome("crashed", error="exit status 0", exit_status=0, lost=True), 2),
+    (runner.Outcome("crashed", error="monitor failed: ..."), 2),
+    (runner.Outcome("timeout", error="no result after 1 s"), 124),
+])
+def test_verify_status(outcome, status):
+    assert cli.verify_status(outcome) == status
+
+
+def test_os_exit_and_timeout_are_never_0(tmp_path):
+    script(tmp_path, "quits.py", "import os\nos._exit(0)\n")
+    script(tmp_path, "sleeps.py", "import time\ntime.sleep(60)\n")
+    quits = gradguard_verify(tmp_path, "quits.py")
+    assert quits.returncode == 2 and "ended without a result" in quits.stderr
+    sleeps = gradguard_verify(tmp_path, "--timeout", "2", "sleeps.py")
+    assert sleeps.returncode == 124 and "ran past --timeout (2 s)" in sleeps.stderr

@@ -3,9 +3,12 @@
     python -m gradguard.verify.child RESULT.json [--device cpu|cuda] [--trace FILE]...
         (--script PATH | --module NAME) -- ARGS...
 
-Writes RESULT.json: ``{"events": [...], "lines": {file: [line, ...]}, "error": str|null}``
-where ``lines`` are the lines that ran in the ``--trace`` files. The parent reads it
-whatever happens to the user's code; a crash of this process is the parent's to report.
+Writes RESULT.json: ``{"events": [...], "lines": {file: [line, ...]}, "error": str|null,
+"exit_status": int|null}`` where ``lines`` are the lines that ran in the ``--trace``
+files and ``exit_status`` is the status ``python`` would have exited the program with
+(null when the monitor failed). As ``python`` does, an uncaught exception's traceback, or
+``sys.exit``'s message, goes to standard error. The parent reads the result whatever
+happens to the user's code; a crash of this process is the parent's to report.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import runpy
 import sys
 import traceback
 
@@ -79,14 +83,39 @@ def main(argv: list[str]) -> int:
     if error is not None and result["error"] is None:
         result["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:500]
         result["error_line"] = _user_line(error, traced)
+    if error is not None or result["error"] is None:  # the program ended: not the monitor
+        result["exit_status"] = _exit_status(error, monitor)
     _write(options.result, result)
     return 0
 
 
+def _exit_status(error, monitor) -> int:
+    """The status ``python`` would exit with when ``error`` ended the program (None: it
+    ran to its end), after printing what it would print."""
+    if error is None:
+        return 0
+    if isinstance(error, SystemExit):
+        if error.code is None or isinstance(error.code, int):
+            return error.code or 0
+        print(error.code, file=sys.stderr)
+        return 1
+    runners = {os.path.realpath(path) for path in (__file__, monitor.__file__, runpy.__file__)}
+    frames = error.__traceback__  # without the frames that ran the program, as python
+    while frames is not None and _runs_the_program(frames.tb_frame.f_code.co_filename,
+                                                   runners):
+        frames = frames.tb_next
+    traceback.print_exception(type(error), error, frames)
+    return 1
+
+
+def _runs_the_program(filename: str, runners: set) -> bool:
+    """Whether code from ``filename`` is the verifier's or ``runpy``'s (which Python
+    3.11 names ``<frozen runpy>``)."""
+    return filename == "<frozen runpy>" or os.path.realpath(filename) in runners
+
+
 def _run_module(monitor, name: str, argv: list[str]):
     """``python -m NAME ARGS`` under the monitor (``gradguard verify -- pytest tests/``)."""
-    import runpy
-
     sys.argv = argv
     watch = monitor.Monitor()
     error = None

@@ -3,6 +3,8 @@ a temporary working directory, its own environment, output captured.
 
 Whatever the code does (hangs, allocates without bound, calls ``os._exit``, writes
 files), the parent gets an ``Outcome``; it never hangs and never raises for it.
+``gradguard verify`` runs the user's own command instead (``shown``): in the current
+directory and environment, its output passed through as it comes, its exit status kept.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class Outcome:
     output: str = ""  # the child's stdout and stderr, for --debug
     error_line: Optional[list] = None  # [file, line] where the user's code raised
     monitored: frozenset = frozenset()  # the codes the monitor can see at all
+    # the program's exit status as a shell reports it (128 + N when killed by signal N);
+    # None when it did not end by itself (timeout) or the monitor failed
+    exit_status: Optional[int] = None
+    lost: bool = False  # it ended without writing its result (killed, os._exit)
 
     @property
     def verdict_note(self) -> str:
@@ -39,11 +45,13 @@ class Outcome:
 
 def run_contained(target: list[str], trace: list[str], timeout: float,
                   max_memory_mb: int, device: str = "cpu",
-                  python: str = sys.executable) -> Outcome:
+                  python: str = sys.executable, shown: bool = False) -> Outcome:
     """Run ``target`` (``["--script", path, "--", *args]`` or ``["--module", name, "--",
     *args]``) under the monitor in a child process and return what happened. The
     address-space limit applies on the CPU only: CUDA's driver reserves far more address
-    space than the process uses (under 8 GiB it does not start: torch then finds no GPU)."""
+    space than the process uses (under 8 GiB it does not start: torch then finds no GPU).
+    ``shown``: the user's own run, in this directory and environment, with this
+    process's standard streams (``Outcome.output`` stays empty)."""
     with tempfile.TemporaryDirectory(prefix="gradguard-verify-") as workdir:
         result_path = os.path.join(workdir, "result.json")
         command = [python, "-m", "gradguard.verify.child", result_path, "--device", device]
@@ -52,13 +60,12 @@ def run_contained(target: list[str], trace: list[str], timeout: float,
         target = [os.path.abspath(t) if i == 1 and target[0] == "--script" else t
                   for i, t in enumerate(target)]
         command += target
-        env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
-        env.update(HOME=workdir, TMPDIR=workdir, PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONPATH=os.pathsep.join(_import_path()))
+        streams = {} if shown else dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT)
         try:
             child = subprocess.Popen(
-                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                command, cwd=None if shown else workdir, env=_environment(workdir, shown),
+                start_new_session=True, **streams,
                 preexec_fn=_limits(max_memory_mb if device == "cpu" else 0))
         except OSError as error:
             return Outcome("crashed", error=f"cannot start the child: {error}")
@@ -68,21 +75,50 @@ def run_contained(target: list[str], trace: list[str], timeout: float,
             _kill_group(child)
             output, _ = child.communicate()
             return Outcome("timeout", error=f"no result after {timeout:g} s",
-                           output=output.decode(errors="replace"))
-        text = output.decode(errors="replace")
+                           output=_text(output))
+        except BaseException:  # Ctrl-C: the child is in a session of its own
+            _kill_group(child)
+            raise
+        text = _text(output)
         if not os.path.exists(result_path):
             reason = _signal_name(child.returncode) or f"exit status {child.returncode}"
             if "MemoryError" in text:
                 reason = "MemoryError (the address-space limit)"
             return Outcome("crashed", error=f"the process ended without a result ({reason})",
-                           output=text)
+                           output=text, exit_status=_shell_status(child.returncode),
+                           lost=True)
         with open(result_path, encoding="utf-8") as handle:
             data = json.load(handle)
         if child.returncode == 3:
             return Outcome("no verifier", error=data.get("error"), output=text)
         status = "crashed" if data.get("error") else "ok"
         return Outcome(status, data.get("events", []), data.get("lines", {}), data.get("error"),
-                       text, data.get("error_line"), frozenset(data.get("monitored", ())))
+                       text, data.get("error_line"), frozenset(data.get("monitored", ())),
+                       data.get("exit_status"))
+
+
+def _environment(workdir: str, shown: bool) -> dict[str, str]:
+    """A replay's environment: a few variables kept, its home and temporary directory
+    the scratch ``workdir``. The user's own run (``shown``): this one, gradguard and
+    torch importable after the user's own ``PYTHONPATH``."""
+    if shown:
+        env = dict(os.environ)
+        given = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+        env["PYTHONPATH"] = os.pathsep.join(given + _import_path())
+        return env
+    env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
+    env.update(HOME=workdir, TMPDIR=workdir, PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(_import_path()))
+    return env
+
+
+def _text(output: Optional[bytes]) -> str:
+    return output.decode(errors="replace") if output else ""
+
+
+def _shell_status(returncode: int) -> int:
+    """A status as a shell reports it: 128 + N for a process killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _limits(max_memory_mb: int):
