@@ -347,6 +347,41 @@ class Rebind(Rewrite):
                    (Edit(*source.span(node), f"{name} = {name} {operator} {value}"),))
 
 
+class WriteIntoClone(Rewrite):
+    """``x[mask] = v`` (or ``x.copy_(v)``) into a plain name ``x``: ``x = x.clone()`` on a
+    line of its own before the write, which then goes into a copy that is part of the
+    graph (gradients reach both ``x`` and ``v``) instead of into the leaf. Unsafe: another
+    name for the old tensor no longer sees the write."""
+
+    def __init__(self, node: cst.CSTNode, name: str, message: str) -> None:
+        self.node, self.name, self.message = node, name, message
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        statement = statement_of(source, self.node)
+        if statement is None or _written_name(statement) != self.name:
+            return None
+        line, col, _, _ = source.span(statement)
+        indent = source.lines[line - 1][: col - 1]
+        if indent.strip():
+            return None
+        clone = f"{self.name} = {self.name}.clone()\n{indent}"
+        return Fix(self.message, UNSAFE, (Edit(line, col, line, col, clone),))
+
+
+def _written_name(statement: cst.BaseSmallStatement) -> Optional[str]:
+    """The plain name a statement writes into: ``x`` of ``x[i] = v`` (one target) or of
+    ``x.op_(...)`` standing alone."""
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        written = target.value if isinstance(target, cst.Subscript) else None
+    elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call) \
+            and isinstance(statement.value.func, cst.Attribute):
+        written = statement.value.func.value
+    else:
+        return None
+    return written.value if isinstance(written, cst.Name) else None
+
+
 class Unwrap(Rewrite):
     """``Variable(t)`` to ``t``: the tensor itself. Safe when ``t`` is known not to
     require grad (then the wrapper changed nothing); unsafe otherwise (the wrapper cut

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gradguard.events import IndexKind, InplaceWrite
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.leaf_writes import leaf_write_remedy
 
 
 class LeafInplace(Rule):
@@ -66,17 +67,15 @@ class LeafInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
-        from gradguard import fixes  # libcst, loaded only where a file is linted
-
         if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:
             return
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):
             return  # writes through a view of the leaf: GG102
         where = self.where(event.target.grad_origin)
+        advice, fix = leaf_write_remedy(event, into_view=False)
         self.report(
             event.node,
             f"in-place {event.operation} on leaf tensor {quote(event.target_text)} that "
-            f"requires grad{where}{self.reached(event)}; do it under "
-            "`with torch.no_grad():` or use an out-of-place op",
-            fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
+            f"requires grad{where}{self.reached(event)}; {advice}",
+            fix,
         )

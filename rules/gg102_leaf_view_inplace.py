@@ -5,6 +5,7 @@ from __future__ import annotations
 from gradguard.events import IndexKind, InplaceWrite
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.leaf_writes import leaf_write_remedy
 
 
 class LeafViewInplace(Rule):
@@ -50,20 +51,17 @@ class LeafViewInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
-        from gradguard import fixes  # libcst, loaded only where a file is linted
-
         if event.grad_enabled is not Tri.YES:
             return
         target, root = event.target, event.root
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN) and target.is_grad_leaf:
+            advice, fix = leaf_write_remedy(event, into_view=False)
             self.report(
                 event.node,
                 f"item assignment writes through a view of leaf tensor "
                 f"{quote(event.target_text)} that requires grad"
-                f"{self.where(target.grad_origin)}{self.reached(event)}; do it under "
-                "`with torch.no_grad():` "
-                "or use an out-of-place op",
-                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
+                f"{self.where(target.grad_origin)}{self.reached(event)}; {advice}",
+                fix,
             )
             return
         if (
@@ -75,10 +73,11 @@ class LeafViewInplace(Rule):
             and not target.multi_view  # torch's multi-view error comes first: GG203
         ):
             leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
+            advice, fix = leaf_write_remedy(event, into_view=True)
             self.report(
                 event.node,
                 f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
                 f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
-                "do it under `with torch.no_grad():` or use an out-of-place op",
-                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
+                f"{advice}",
+                fix,
             )

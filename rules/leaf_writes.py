@@ -1,0 +1,66 @@
+"""What GG101 and GG102 advise, and the fix they offer, for a write into a leaf.
+
+The remedy depends on the value written in. A write of nothing that requires grad
+(``w.normal_()``, ``w.mul_(2)``, ``p -= lr * p.grad``, ``w[0] = 0``) is an update of the
+tensor: under ``torch.no_grad()`` it happens unrecorded, which is what it means. A write
+of a value that may require grad (``emb[mask] = proj(pixels)``, ``bias += encoder(x)``)
+is part of the computation: under ``torch.no_grad()`` that value would get no gradient
+(its module would never train), so it has to stay in the graph, out of place or in a
+clone of the leaf.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from gradguard.events import InplaceWrite
+from gradguard.facts import Tri
+
+if TYPE_CHECKING:
+    from gradguard.fixes import Rewrite
+
+NO_GRAD_ADVICE = "do it under `with torch.no_grad():` or use an out-of-place op"
+OUT_OF_PLACE_FIX = "Write into a clone of `{name}` (keeps the write in the graph)"
+REBIND_FIX = "Make the write out of place (keeps it in the graph)"
+
+
+def leaf_write_remedy(event: InplaceWrite, into_view: bool) -> tuple[str, Optional[Rewrite]]:
+    """The advice that ends the message, and the rewrite (None: no fix). ``into_view``: the
+    written tensor is a view of the leaf (rebinding its name would not change the leaf)."""
+    from gradguard import fixes  # libcst, loaded only where a file is linted
+
+    if event.value_requires_grad is Tri.NO:
+        return NO_GRAD_ADVICE, fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX)
+    advice = _out_of_place_advice(event)
+    name = event.target_text
+    if into_view or event.via is not None or not name.isidentifier() \
+            or not _own_tensor(event):  # rebinding the name would not reach the tensor
+        return advice, None
+    if event.operation.endswith("=`") and event.index is None:  # x += v
+        return advice, fixes.Rebind(event.node, REBIND_FIX)
+    return advice, fixes.WriteIntoClone(event.node, name, OUT_OF_PLACE_FIX.format(name=name))
+
+
+def _own_tensor(event: InplaceWrite) -> bool:
+    """Whether rebinding the written name keeps the write where it was meant to go: the
+    tensor is not a view, nor handed over by a caller, nor a parameter (a module, or a
+    loop over its parameters, would keep the old one: a parameter attribute cannot even
+    be rebound to a tensor that is not a parameter)."""
+    origin = event.target.grad_origin
+    return origin is not None and "parameter" not in origin.how.lower()
+
+
+def _out_of_place_advice(event: InplaceWrite) -> str:
+    """Keep the write in the graph: how, for this kind of write."""
+    requires = "requires" if event.value_requires_grad is Tri.YES else "may require"
+    x = event.target_text if event.target_text.isidentifier() else "x"
+    if event.index is not None:
+        ways = (f"`{x} = {x}.clone(); {x}[...] = ...`, `{x} = {x}.masked_scatter(mask, ...)`, "
+                f"`{x} = torch.where(mask, ..., {x})`")
+    elif event.operation.endswith("=`"):
+        operator = event.operation.strip("`")[:-1]
+        ways = f"`{x} = {x} {operator} ...`"
+    else:
+        ways = f"`{x} = {x}.clone()` before it, or the out-of-place op"
+    return (f"the value written {requires} grad, which `torch.no_grad()` would drop: make "
+            f"the write out of place or into a clone ({ways})")
