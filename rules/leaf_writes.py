@@ -51,16 +51,23 @@ def _own_tensor(event: InplaceWrite) -> bool:
 
 
 def _out_of_place_advice(event: InplaceWrite) -> str:
-    """Keep the write in the graph: how, for this kind of write."""
+    """Keep the write in the graph: how, for this kind of write. A target that is not a
+    plain name (``self.bias``) gets a new name (``bias_new``): a parameter attribute takes
+    only a parameter. A name a caller handed over has to go back to it."""
     requires = "requires" if event.value_requires_grad is Tri.YES else "may require"
-    x = event.target_text if event.target_text.isidentifier() else "x"
+    written = event.target_text
+    new = written if written.isidentifier() else \
+        f"{written.rsplit('.', 1)[-1].split('[')[0] or 'x'}_new"
     if event.index is not None:
-        ways = (f"`{x} = {x}.clone(); {x}[...] = ...`, `{x} = {x}.masked_scatter(mask, ...)`, "
-                f"`{x} = torch.where(mask, ..., {x})`")
+        ways = (f"`{new} = {written}.clone(); {new}[...] = ...`, "
+                f"`{new} = {written}.masked_scatter(mask, ...)`, "
+                f"`{new} = torch.where(mask, ..., {written})`")
     elif event.operation.endswith("=`"):
         operator = event.operation.strip("`")[:-1]
-        ways = f"`{x} = {x} {operator} ...`"
+        ways = f"`{new} = {written} {operator} ...`"
     else:
-        ways = f"`{x} = {x}.clone()` before it, or the out-of-place op"
+        ways = f"`{new} = {written}.clone()` before it, or the out-of-place op"
+    if event.via is not None and written.isidentifier():
+        ways += ", returned to the caller"
     return (f"the value written {requires} grad, which `torch.no_grad()` would drop: make "
             f"the write out of place or into a clone ({ways})")
