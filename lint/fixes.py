@@ -177,14 +177,17 @@ class NoGradWrap(Rewrite):
     With ``strip_data``, the write stops going through ``.data`` (``p.data.mul_(k)``
     becomes ``p.mul_(k)``) and ``x.data = y`` becomes ``x.copy_(y)``. Safe when the
     statement's value is bound to no name and it is not ``x.data = y`` (``copy_`` needs
-    ``y`` to have ``x``'s shape); unsafe otherwise.
+    ``y`` to have ``x``'s shape); unsafe otherwise, and always with ``unsafe`` (GG302's
+    write of a value that may require grad: the rewrite keeps dropping its gradient, as
+    ``.data`` did, which the author may not have meant).
 
     Writes one after another share one block: a statement right after a ``with
     torch.no_grad():`` block moves into it, and each wrap holds back a fix of the next
     statement until the following round (it then finds this block before it)."""
 
-    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False) -> None:
-        self.node, self.message, self.strip_data = node, message, strip_data
+    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False,
+                 unsafe: bool = False) -> None:
+        self.node, self.message, self.strip_data, self.unsafe = node, message, strip_data, unsafe
 
     def fix(self, source: Source) -> Optional[Fix]:
         statement = statement_of(source, self.node)
@@ -215,7 +218,7 @@ class NoGradWrap(Rewrite):
             if data_edits is None:
                 return None
             edits += data_edits
-        safe = stands_alone(statement) and not data_assignment
+        safe = stands_alone(statement) and not data_assignment and not self.unsafe
         return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)), holds_back)
 
     def _without_data(self, source: Source, statement,

@@ -47,18 +47,40 @@ class LeafInplace(Rule):
         for p in model.parameters():
             p -= 0.1 * p.grad
     ```
-    or an out-of-place op (``w = w * 2`` rather than ``w *= 2``) when the write is part of
-    the computation and the new value should stay in the graph.
+    That is right for an update of the tensor (initialisation, a manual optimizer step,
+    weight surgery with constants or ``.grad``). Where the value written in requires grad
+    (``bias += encoder(x)``), the write is part of the computation and ``torch.no_grad()``
+    would silently cut it out (``encoder`` would never get a gradient): make it out of
+    place, or write into a clone:
+    ```python
+    import torch
+    from torch import nn
+
+    encoder = nn.Linear(3, 4)
+    bias = torch.zeros(4, requires_grad=True)
+    bias = bias + encoder(torch.randn(2, 3)).mean(0)
+    ```
+    (``x = x.clone(); x[mask] = v``, ``x = x.masked_scatter(mask, v)``, ``torch.where``).
 
     ## Fix safety
-    ``--fix`` puts the statement under ``with torch.no_grad():`` (adding ``import torch``
-    when the file has none): the write then happens, unrecorded, which is what an update
-    of a parameter (initialisation, a manual optimizer step, weight surgery) means. Safe
-    when the statement stands alone (its value is bound to no name); unsafe when it binds
-    one (``y = w.mul_(2)``: later code may have meant ``y`` to be part of the graph). Not
+    The fix depends on the value written in (``v`` in ``w[i] = v``, ``w += v``,
+    ``w.copy_(v)``). Where it certainly does not require grad (no tensor at all, as in
+    ``w.normal_()`` or ``w.mul_(2)``, a constant, ``p.grad``), ``--fix`` puts the
+    statement under ``with torch.no_grad():`` (adding ``import torch`` when the file has
+    none): the write then happens, unrecorded, which is what an update means. Safe when
+    the statement stands alone (its value is bound to no name); unsafe when it binds one
+    (``y = w.mul_(2)``: later code may have meant ``y`` to be part of the graph). Not
     offered where the write is one of several statements on a line, inside a lambda or a
-    generator, or spans a multi-line string. Where the write is part of the computation,
-    make it out of place (``w = w * 2``) instead: that is the author's call.
+    generator, or spans a multi-line string.
+
+    Where the value requires grad, or may (the linter cannot tell), ``torch.no_grad()``
+    is never offered: it would leave that value's gradient ``None``. The fix, unsafe, keeps
+    the write in the graph: ``x += v`` becomes ``x = x + v``, and ``x[mask] = v`` (or
+    ``x.copy_(v)``) gets ``x = x.clone()`` on the line before it; another name for the old
+    tensor no longer sees the write. Offered only where ``x`` is a plain name of a tensor
+    the code made itself: not for a parameter (the module, or a loop over its parameters,
+    keeps the old one; an attribute holding a parameter takes no plain tensor), a view, or
+    a tensor a caller handed over (the caller would not see the new one).
     """
 
     code = "GG101"

@@ -38,11 +38,18 @@ class LeafViewInplace(Rule):
         conv.weight[:, 0] = 0
     ```
 
+    Where the value written in requires grad, the write is part of the computation:
+    ``torch.no_grad()`` would leave that value's gradient ``None``; build the tensor out
+    of place instead (``x = x.clone(); x[1:3] = v``, ``torch.cat``, ``torch.where``).
+
     ## Fix safety
-    As GG101: ``--fix`` puts the statement under ``with torch.no_grad():``, safe when it
-    stands alone, unsafe when it binds a name. Moving a write under ``torch.no_grad()``
-    takes it out of the graph, which is right for initialisation and weight surgery; for
-    a computation, build the tensor out of place instead (``torch.cat``, ``torch.where``).
+    As GG101: where the value written in certainly does not require grad, ``--fix`` puts
+    the statement under ``with torch.no_grad():``, safe when it stands alone, unsafe when
+    it binds a name. Where it requires grad, or may, ``torch.no_grad()`` is never offered;
+    ``x[i] = v`` into a plain name of a tensor the code made itself (not a parameter, nor
+    a caller's) gets ``x = x.clone()`` on the line before it, unsafe; a write into a view
+    (``x[i] += v``, ``b = w.view(-1); b[0] = v``) gets no fix, since rebinding the view's
+    name would not change the leaf.
     """
 
     code = "GG102"
