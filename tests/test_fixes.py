@@ -238,6 +238,46 @@ def test_what_cannot_be_wrapped_is_not(tmp_path):
     assert fixed.endswith(b"with th.no_grad():\n    w.sub_(1)\n")
 
 
+DIFFERENTIABLE = (b"import torch\nimport torch.nn as nn\n\nproj = nn.Linear(6, 4)\n"
+                  b"emb = torch.zeros(2, 4).requires_grad_()\nmask = torch.tensor([True, False])\n"
+                  b"emb[mask] = proj(torch.randn(1, 6))\n")
+
+
+def test_a_differentiable_write_is_not_put_under_no_grad(tmp_path):
+    """The pre-commit hook runs ``--fix``: a write of a value that requires grad is left
+    as it is (its only fix is unsafe), and ``--unsafe-fixes`` writes into a clone."""
+    (tmp_path / "a.py").write_bytes(DIFFERENTIABLE)
+    run = gradguard(tmp_path, "--fix", "a.py")
+    assert run.returncode == 1 and (tmp_path / "a.py").read_bytes() == DIFFERENTIABLE
+    assert b"no_grad():` or" not in run.stdout and b"out of place or into a clone" in run.stdout
+    gradguard(tmp_path, "--fix", "--unsafe-fixes", "a.py")
+    assert (tmp_path / "a.py").read_bytes().endswith(
+        b"emb = emb.clone()\nemb[mask] = proj(torch.randn(1, 6))\n")
+
+
+@pytest.mark.parametrize("write, fixed", [
+    ("w[0] = 0", "no_grad"),  # a constant
+    ("w.copy_(torch.ones(3))", "no_grad"),  # a tensor that does not require grad
+    ("w -= 0.1 * w.grad", "no_grad"),  # .grad does not require grad
+    ("w[0] += math.log(2.0)", "no_grad"),  # a number
+    ("w += v", "w = w + v"),
+    ("w.copy_(v)", "w = w.clone()"),
+    ("layer.weight.copy_(v)", None),  # a parameter: rebinding a name would not reach it
+    ("w[1:] += v[1:]", None),  # a write into a view
+])
+def test_the_fix_depends_on_the_value_written(write, fixed):
+    source = ("import math\nimport torch\nlayer = torch.nn.Linear(3, 3)\n"
+              "w = torch.zeros(3, requires_grad=True)\nw.sum().backward()\n"
+              f"v = torch.ones(3, requires_grad=True) * 2\n{write}\n")
+    (finding,) = [f for f in check_source(source, "a.py", ALL_RULES)
+                  if f.code in ("GG101", "GG102")]
+    if fixed is None:
+        assert finding.fix is None and "no_grad():`" not in finding.message
+        return
+    assert fixed in "".join(edit.content for edit in finding.fix.edits)
+    assert finding.fix.safe is (fixed == "no_grad")
+
+
 # ----------------------------------------------------------------------------- every fixture
 @pytest.mark.parametrize("path", CANDIDATES, ids=_rel)
 def test_fixes_of_a_fixture(path: Path) -> None:
