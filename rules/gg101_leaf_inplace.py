@@ -61,6 +61,9 @@ class LeafInplace(Rule):
     bias = bias + encoder(torch.randn(2, 3)).mean(0)
     ```
     (``x = x.clone(); x[mask] = v``, ``x = x.masked_scatter(mask, v)``, ``torch.where``).
+    A parameter has to stay a leaf: compute its new value out of place where it is used,
+    or, for a copy that no gradient should go through (``p.copy_(other.weight)``), write
+    the value ``.detach()``ed under ``torch.no_grad()``, which says so.
 
     ## Fix safety
     The fix depends on the value written in (``v`` in ``w[i] = v``, ``w += v``,

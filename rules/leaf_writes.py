@@ -31,30 +31,43 @@ def leaf_write_remedy(event: InplaceWrite, into_view: bool) -> tuple[str, Option
 
     if event.value_requires_grad is Tri.NO:
         return NO_GRAD_ADVICE, fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX)
+    origin = (event.root if into_view and event.root is not None else event.target).grad_origin
+    if origin is not None and _is_parameter(origin):
+        return _parameter_advice(event), None
     advice = _out_of_place_advice(event)
     name = event.target_text
-    if into_view or event.via is not None or not name.isidentifier() \
-            or not _own_tensor(event):  # rebinding the name would not reach the tensor
-        return advice, None
+    if origin is None or into_view or event.via is not None or not name.isidentifier():
+        return advice, None  # rebinding the name might not reach the tensor
     if event.operation.endswith("=`") and event.index is None:  # x += v
         return advice, fixes.Rebind(event.node, REBIND_FIX)
     return advice, fixes.WriteIntoClone(event.node, name, OUT_OF_PLACE_FIX.format(name=name))
 
 
-def _own_tensor(event: InplaceWrite) -> bool:
-    """Whether rebinding the written name keeps the write where it was meant to go: the
-    tensor is not a view, nor handed over by a caller, nor a parameter (a module, or a
-    loop over its parameters, would keep the old one: a parameter attribute cannot even
-    be rebound to a tensor that is not a parameter)."""
-    origin = event.target.grad_origin
-    return origin is not None and "parameter" not in origin.how.lower()
+def _is_parameter(origin) -> bool:
+    """The leaf is a parameter (of a module, or ``nn.Parameter``): rebinding a name for it
+    would not reach the module, or the loop over its parameters, that holds it, and a
+    parameter attribute takes only a parameter."""
+    return "parameter" in origin.how.lower()
+
+
+def _requires(event: InplaceWrite) -> str:
+    return "requires" if event.value_requires_grad is Tri.YES else "may require"
+
+
+def _parameter_advice(event: InplaceWrite) -> str:
+    """A parameter stays a leaf: the value can reach the graph only where the parameter is
+    used; a copy that should not be trained through is detached, which says so."""
+    return (f"the value written {_requires(event)} grad, which `torch.no_grad()` would drop, "
+            "and a parameter cannot keep it in the graph: if it should be trained through, "
+            "compute the new value out of place where the parameter is used; if not, write it "
+            "`.detach()`ed under `torch.no_grad()`")
 
 
 def _out_of_place_advice(event: InplaceWrite) -> str:
     """Keep the write in the graph: how, for this kind of write. A target that is not a
-    plain name (``self.bias``) gets a new name (``bias_new``): a parameter attribute takes
-    only a parameter. A name a caller handed over has to go back to it."""
-    requires = "requires" if event.value_requires_grad is Tri.YES else "may require"
+    plain name (``x[i]`` of ``x[i] /= n``) gets a new name (``x_new``). A name a caller
+    handed over has to go back to it."""
+    requires = _requires(event)
     written = event.target_text
     new = written if written.isidentifier() else \
         f"{written.rsplit('.', 1)[-1].split('[')[0] or 'x'}_new"
