@@ -345,6 +345,8 @@ def _gradient_diff(reference: dict, fixed: dict) -> list[str]:
 
 
 def _same_grad(a, b) -> bool:
+    """Equal up to rounding: a reference's graph may differ from the fix's while computing
+    the same (``masked_scatter`` against a write into a clone)."""
     import torch
     if a is None or b is None:
         return a is None and b is None
