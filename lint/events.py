@@ -101,7 +101,11 @@ class InplaceWrite:
     """A write into an existing tensor's storage.
 
     ``target`` is what was written into; ``root`` is the tensor owning the storage when
-    ``target`` is a view (``w`` for ``w[0].zero_()``), else None.
+    ``target`` is a view (``w`` for ``w[0].zero_()``), else None. ``value_requires_grad``
+    is whether a value written in (``v`` in ``x[i] = v``, ``x += v``, ``x.copy_(v)``,
+    ``x.data = v``; not the target itself) may require grad: NO for a write with no
+    tensor operand (``w.normal_()``, ``w.mul_(2)``) or one that does not (``p.grad``, a
+    constant), YES or MAYBE where the write may be meant to be differentiable.
     """
 
     node: cst.CSTNode  # where to report
@@ -118,6 +122,7 @@ class InplaceWrite:
     via: Optional[cst.CSTNode] = None  # the analysed code's call that handed the tensor over
     # The analysed code's outermost call that led to the write (its grad mode is the write's).
     called_from: Optional[cst.CSTNode] = None
+    value_requires_grad: Tri = Tri.NO
 
 
 @dataclass(frozen=True)

@@ -177,14 +177,17 @@ class NoGradWrap(Rewrite):
     With ``strip_data``, the write stops going through ``.data`` (``p.data.mul_(k)``
     becomes ``p.mul_(k)``) and ``x.data = y`` becomes ``x.copy_(y)``. Safe when the
     statement's value is bound to no name and it is not ``x.data = y`` (``copy_`` needs
-    ``y`` to have ``x``'s shape); unsafe otherwise.
+    ``y`` to have ``x``'s shape); unsafe otherwise, and always with ``unsafe`` (GG302's
+    write of a value that may require grad: the rewrite keeps dropping its gradient, as
+    ``.data`` did, which the author may not have meant).
 
     Writes one after another share one block: a statement right after a ``with
     torch.no_grad():`` block moves into it, and each wrap holds back a fix of the next
     statement until the following round (it then finds this block before it)."""
 
-    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False) -> None:
-        self.node, self.message, self.strip_data = node, message, strip_data
+    def __init__(self, node: cst.CSTNode, message: str, strip_data: bool = False,
+                 unsafe: bool = False) -> None:
+        self.node, self.message, self.strip_data, self.unsafe = node, message, strip_data, unsafe
 
     def fix(self, source: Source) -> Optional[Fix]:
         statement = statement_of(source, self.node)
@@ -215,7 +218,7 @@ class NoGradWrap(Rewrite):
             if data_edits is None:
                 return None
             edits += data_edits
-        safe = stands_alone(statement) and not data_assignment
+        safe = stands_alone(statement) and not data_assignment and not self.unsafe
         return Fix(self.message, SAFE if safe else UNSAFE, tuple(sorted(edits)), holds_back)
 
     def _without_data(self, source: Source, statement,
@@ -345,6 +348,41 @@ class Rebind(Rewrite):
         name = node.target.value
         return Fix(self.message, UNSAFE,
                    (Edit(*source.span(node), f"{name} = {name} {operator} {value}"),))
+
+
+class WriteIntoClone(Rewrite):
+    """``x[mask] = v`` (or ``x.copy_(v)``) into a plain name ``x``: ``x = x.clone()`` on a
+    line of its own before the write, which then goes into a copy that is part of the
+    graph (gradients reach both ``x`` and ``v``) instead of into the leaf. Unsafe: another
+    name for the old tensor no longer sees the write."""
+
+    def __init__(self, node: cst.CSTNode, name: str, message: str) -> None:
+        self.node, self.name, self.message = node, name, message
+
+    def fix(self, source: Source) -> Optional[Fix]:
+        statement = statement_of(source, self.node)
+        if statement is None or _written_name(statement) != self.name:
+            return None
+        line, col, _, _ = source.span(statement)
+        indent = source.lines[line - 1][: col - 1]
+        if indent.strip():
+            return None
+        clone = f"{self.name} = {self.name}.clone()\n{indent}"
+        return Fix(self.message, UNSAFE, (Edit(line, col, line, col, clone),))
+
+
+def _written_name(statement: cst.BaseSmallStatement) -> Optional[str]:
+    """The plain name a statement writes into: ``x`` of ``x[i] = v`` (one target) or of
+    ``x.op_(...)`` standing alone."""
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        written = target.value if isinstance(target, cst.Subscript) else None
+    elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call) \
+            and isinstance(statement.value.func, cst.Attribute):
+        written = statement.value.func.value
+    else:
+        return None
+    return written.value if isinstance(written, cst.Name) else None
 
 
 class Unwrap(Rewrite):

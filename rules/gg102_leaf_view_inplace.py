@@ -5,6 +5,7 @@ from __future__ import annotations
 from gradguard.events import IndexKind, InplaceWrite
 from gradguard.facts import Tri
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.leaf_writes import leaf_write_remedy
 
 
 class LeafViewInplace(Rule):
@@ -37,11 +38,18 @@ class LeafViewInplace(Rule):
         conv.weight[:, 0] = 0
     ```
 
+    Where the value written in requires grad, the write is part of the computation:
+    ``torch.no_grad()`` would leave that value's gradient ``None``; build the tensor out
+    of place instead (``x = x.clone(); x[1:3] = v``, ``torch.cat``, ``torch.where``).
+
     ## Fix safety
-    As GG101: ``--fix`` puts the statement under ``with torch.no_grad():``, safe when it
-    stands alone, unsafe when it binds a name. Moving a write under ``torch.no_grad()``
-    takes it out of the graph, which is right for initialisation and weight surgery; for
-    a computation, build the tensor out of place instead (``torch.cat``, ``torch.where``).
+    As GG101: where the value written in certainly does not require grad, ``--fix`` puts
+    the statement under ``with torch.no_grad():``, safe when it stands alone, unsafe when
+    it binds a name. Where it requires grad, or may, ``torch.no_grad()`` is never offered;
+    ``x[i] = v`` into a plain name of a tensor the code made itself (not a parameter, nor
+    a caller's) gets ``x = x.clone()`` on the line before it, unsafe; a write into a view
+    (``x[i] += v``, ``b = w.view(-1); b[0] = v``) gets no fix, since rebinding the view's
+    name would not change the leaf.
     """
 
     code = "GG102"
@@ -50,20 +58,17 @@ class LeafViewInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
-        from gradguard import fixes  # libcst, loaded only where a file is linted
-
         if event.grad_enabled is not Tri.YES:
             return
         target, root = event.target, event.root
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN) and target.is_grad_leaf:
+            advice, fix = leaf_write_remedy(event, into_view=False)
             self.report(
                 event.node,
                 f"item assignment writes through a view of leaf tensor "
                 f"{quote(event.target_text)} that requires grad"
-                f"{self.where(target.grad_origin)}{self.reached(event)}; do it under "
-                "`with torch.no_grad():` "
-                "or use an out-of-place op",
-                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
+                f"{self.where(target.grad_origin)}{self.reached(event)}; {advice}",
+                fix,
             )
             return
         if (
@@ -75,10 +80,11 @@ class LeafViewInplace(Rule):
             and not target.multi_view  # torch's multi-view error comes first: GG203
         ):
             leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
+            advice, fix = leaf_write_remedy(event, into_view=True)
             self.report(
                 event.node,
                 f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
                 f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
-                "do it under `with torch.no_grad():` or use an out-of-place op",
-                fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX),
+                f"{advice}",
+                fix,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gradguard.events import InplaceWrite
+from gradguard.facts import Tri
 from gradguard.rules.base import Option, Rule, quote
 
 
@@ -56,6 +57,10 @@ class DataWrite(Rule):
     broadcasts or rejects another shape and converts another dtype or device), which the
     linter does not know. Rebinding makes a new tensor: an optimizer or a hook that holds
     the old one keeps it, which is where ``x.data = y`` is deliberate (``# noqa: GG302``).
+    Where the value written in requires grad, or may (``p.data.copy_(encoder(x))``), the
+    rewrite is unsafe too, and the message says so: it is equivalent, but it keeps
+    dropping that value's gradient as ``.data`` did, which may be the bug (the write may
+    have been meant to be differentiable: then it belongs out of place).
     """
 
     code = "GG302"
@@ -80,14 +85,15 @@ class DataWrite(Rule):
             return
         text = event.target_text
         base = text[: -len(".data")] if text.endswith(".data") else None
+        doubt, unsafe = _dropped_gradient(event)
         if event.data_assignment:
             self.report(
                 event.node,
-                f"assignment to {quote(text + '.data')} bypasses autograd's checks; use "
+                f"assignment to {quote(text + '.data')} bypasses autograd's checks; {doubt}use "
                 f"`with torch.no_grad(): {text}.copy_(...)` if the value has its shape, dtype "
                 f"and device, else rebind {quote(text)} (as a new `nn.Parameter` if it is one)",
                 fixes.NoGradWrap(event.node, f"Copy into `{text}` under `torch.no_grad()`",
-                           strip_data=True),
+                                 strip_data=True, unsafe=unsafe),
             )
             return
         fix = f"`{base}` under `with torch.no_grad():`" if base else \
@@ -95,7 +101,19 @@ class DataWrite(Rule):
         self.report(
             event.node,
             f"in-place {event.operation} through `.data` on {quote(text)} bypasses autograd's "
-            f"checks; write to {fix}",
+            f"checks; {doubt}write to {fix}",
             fixes.NoGradWrap(event.node, "Write under `torch.no_grad()` instead of through `.data`",
-                       strip_data=True),
+                             strip_data=True, unsafe=unsafe),
         )
+
+
+def _dropped_gradient(event: InplaceWrite) -> tuple[str, bool]:
+    """For a value written in that may require grad: the words that say its gradient is
+    dropped (by ``.data`` as by ``torch.no_grad()``) and what to do if it should not be,
+    and that the ``torch.no_grad()`` rewrite is then unsafe (it keeps a dropped gradient
+    that may be a bug)."""
+    if event.value_requires_grad is Tri.NO:
+        return "", False
+    requires = "requires" if event.value_requires_grad is Tri.YES else "may require"
+    return (f"the value written {requires} grad and gets no gradient this way: if it "
+            "should, make the write out of place; if not, ", True)

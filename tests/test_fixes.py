@@ -4,11 +4,26 @@ For each fixture annotated with a code that has fixes, every fix (safe and unsaf
 applied the way ``--fix --unsafe-fixes`` applies them. The fixed file must lint without
 the fixed findings (``fix_text`` checks that), and fixing it again must change nothing.
 Where every finding of a single-file fixture got a fix, torch proves the fixed program:
-it runs clean, and its leaves' gradients equal those of a reference run of the original,
-where each fixed line behaves as the fix says it should:
+it runs clean, and after its backward every requires-grad leaf and every parameter of
+its final tensors (globals, module and optimizer parameters: ``oracle._final_tensors``)
+has the gradient it has in a reference run written independently of the fix; a gradient
+that is ``None`` on one side only, or a leaf found on one side only, fails
+(``_gradient_diff``). The reference is the original program with each fixed line
+written as it was meant:
 
-- GG101/GG102 (a write into a leaf): the original with grad mode off around the line
-  (``torch.set_grad_enabled``), which is what the write under ``no_grad`` means;
+- GG101/GG102 (a write into a leaf): where the fixture states the intended computation
+  on a comment line right above the write, ``# intended: <statement>`` (for a write that
+  is part of the computation: its out-of-place form, e.g. ``# intended: x =
+  x.masked_scatter(mask, v)`` above ``x[mask] = v``), that statement replaces the line.
+  A line without one claims to be an update of the tensor (initialisation, a manual
+  step, weight surgery with constants or ``.grad``): torch checks the claim first (no
+  tensor written in at that line requires grad: ``_writes_a_grad_value``, watching the
+  in-place ops the line runs), and the reference then runs the line with grad mode off,
+  which is what an unrecorded update means. A line whose written value requires grad and
+  that states no intended computation fails: the write was meant to be differentiable,
+  and only its author can say how. Every GG101/GG102 line whose written value requires
+  grad is also checked to get no ``torch.no_grad()`` fix at all, whether or not the
+  fixture is fully fixed (``test_no_grad_is_never_offered_for_a_value_that_requires_grad``);
 - GG201 (a write into a saved tensor): the original run inside
   ``torch.autograd.graph.allow_mutation_on_saved_tensors()``, where torch keeps what was
   saved: the gradients the out-of-place op gives;
@@ -22,6 +37,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -33,14 +49,16 @@ from gradguard.rules import ALL_RULES
 from oracle import (
     FIXTURES_DIR,
     Program,
+    OracleError,
     _sole_statement,
     _Src,
     fixture_files,
-    grad_diff,
+    parse_annotations,
     parse_expectations,
     program_files,
     state_diff,
 )
+from oracle import apply_fixes as oracle_fixes
 
 FIXABLE = ("GG101", "GG102", "GG201", "GG302", "GG308")
 # Unsafe fixes change what the program computes where another name sees the tensor: here
@@ -221,6 +239,46 @@ def test_what_cannot_be_wrapped_is_not(tmp_path):
     assert fixed.endswith(b"with th.no_grad():\n    w.sub_(1)\n")
 
 
+DIFFERENTIABLE = (b"import torch\nimport torch.nn as nn\n\nproj = nn.Linear(6, 4)\n"
+                  b"emb = torch.zeros(2, 4).requires_grad_()\nmask = torch.tensor([True, False])\n"
+                  b"emb[mask] = proj(torch.randn(1, 6))\n")
+
+
+def test_a_differentiable_write_is_not_put_under_no_grad(tmp_path):
+    """The pre-commit hook runs ``--fix``: a write of a value that requires grad is left
+    as it is (its only fix is unsafe), and ``--unsafe-fixes`` writes into a clone."""
+    (tmp_path / "a.py").write_bytes(DIFFERENTIABLE)
+    run = gradguard(tmp_path, "--fix", "a.py")
+    assert run.returncode == 1 and (tmp_path / "a.py").read_bytes() == DIFFERENTIABLE
+    assert b"no_grad():` or" not in run.stdout and b"out of place or into a clone" in run.stdout
+    gradguard(tmp_path, "--fix", "--unsafe-fixes", "a.py")
+    assert (tmp_path / "a.py").read_bytes().endswith(
+        b"emb = emb.clone()\nemb[mask] = proj(torch.randn(1, 6))\n")
+
+
+@pytest.mark.parametrize("write, fixed", [
+    ("w[0] = 0", "no_grad"),  # a constant
+    ("w.copy_(torch.ones(3))", "no_grad"),  # a tensor that does not require grad
+    ("w -= 0.1 * w.grad", "no_grad"),  # .grad does not require grad
+    ("w[0] += math.log(2.0)", "no_grad"),  # a number
+    ("w += v", "w = w + v"),
+    ("w.copy_(v)", "w = w.clone()"),
+    ("layer.weight.copy_(v)", None),  # a parameter: rebinding a name would not reach it
+    ("w[1:] += v[1:]", None),  # a write into a view
+])
+def test_the_fix_depends_on_the_value_written(write, fixed):
+    source = ("import math\nimport torch\nlayer = torch.nn.Linear(3, 3)\n"
+              "w = torch.zeros(3, requires_grad=True)\nw.sum().backward()\n"
+              f"v = torch.ones(3, requires_grad=True) * 2\n{write}\n")
+    (finding,) = [f for f in check_source(source, "a.py", ALL_RULES)
+                  if f.code in ("GG101", "GG102")]
+    if fixed is None:
+        assert finding.fix is None and "no_grad():`" not in finding.message
+        return
+    assert fixed in "".join(edit.content for edit in finding.fix.edits)
+    assert finding.fix.safe is (fixed == "no_grad")
+
+
 # ----------------------------------------------------------------------------- every fixture
 @pytest.mark.parametrize("path", CANDIDATES, ids=_rel)
 def test_fixes_of_a_fixture(path: Path) -> None:
@@ -250,9 +308,8 @@ def _prove(file: Path, original: str, fixed: str) -> bool:
     same error at the same line. Returns whether both ran clean."""
     findings = [f for f in check_source(original, str(file), ALL_RULES) if f.path == str(file)]
     codes = {f.code for f in findings}
-    reference = original
-    for line in sorted({f.line for f in findings if f.code in ("GG101", "GG102")}, reverse=True):
-        reference = _grad_off_around(reference, line)
+    reference = _reference(file, original, {f.line for f in findings
+                                            if f.code in ("GG101", "GG102")})
     fixed_run = Program.single(fixed, file).run(snapshot=True)
     if "GG201" in codes:
         import torch
@@ -266,7 +323,7 @@ def _prove(file: Path, original: str, fixed: str) -> bool:
             reference.splitlines()[reference_run.frame_line - 1].strip()
         return False
     assert fixed_run.exc is None, f"the fixed program {fixed_run.describe()}:\n{fixed}"
-    changed = grad_diff(reference_run.state, fixed_run.state)
+    changed = _gradient_diff(reference_run.state, fixed_run.state)
     unsafe = any(f.fix is not None and not f.fix.safe for f in findings)
     if unsafe and _rel(file) in UNSAFE_FIXES_THAT_CHANGE_GRADIENTS:
         assert changed, "a listed unsafe fix no longer changes a gradient: unlist it"
@@ -275,6 +332,64 @@ def _prove(file: Path, original: str, fixed: str) -> bool:
     if codes <= EQUIVALENT:
         assert state_diff(reference_run.state, fixed_run.state) == [], fixed
     return True
+
+
+def _gradient_diff(reference: dict, fixed: dict) -> list[str]:
+    """Every requires-grad leaf (parameters included) of either run whose ``.grad`` is not
+    the same in the other, ``None`` against a tensor included, or that the other run does
+    not have at all."""
+    leaves = {key for state in (reference, fixed) for key, tensor in state.items()
+              if tensor.is_leaf and tensor.requires_grad}
+    return sorted(key for key in leaves
+                  if key not in reference or key not in fixed
+                  or not _same_grad(reference[key].grad, fixed[key].grad))
+
+
+def _same_grad(a, b) -> bool:
+    """Equal up to rounding: a reference's graph may differ from the fix's while computing
+    the same (``masked_scatter`` against a write into a clone)."""
+    import torch
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-7, equal_nan=True)
+
+
+INTENDED = "# intended:"
+
+
+def _reference(file: Path, original: str, lines: set[int]) -> str:
+    """The original with each GG101/GG102 line as it was meant: its ``# intended:``
+    statement, else (an update, once torch agrees that nothing written in requires
+    grad) the line with grad mode off."""
+    reference = original
+    for line in sorted(lines, reverse=True):
+        intended = _intended(original, line)
+        if intended is not None:
+            reference = _replaced(reference, line, intended)
+            continue
+        assert not _writes_a_grad_value(file, original, line), (
+            f"{file}:{line} writes a value that requires grad: state the intended "
+            f"computation on a comment line above it ({INTENDED} <out-of-place statement>)")
+        reference = _grad_off_around(reference, line)
+    return reference
+
+
+def _intended(source: str, line: int) -> Optional[str]:
+    """The statement of an ``# intended:`` comment line right above the statement at
+    ``line``, if there is one."""
+    statement = _sole_statement(_Src(source), line)
+    above = source.splitlines()[statement.lineno - 2].strip() if statement.lineno > 1 else ""
+    return above[len(INTENDED):].strip() if above.startswith(INTENDED) else None
+
+
+def _replaced(source: str, line: int, statement_text: str) -> str:
+    """``source`` with the (one-line) statement at ``line`` replaced by ``statement_text``."""
+    src = _Src(source)
+    statement = _sole_statement(src, line)
+    if statement.lineno != statement.end_lineno:
+        raise OracleError(f"line {line}: an intended statement replaces one-line statements")
+    return src.apply([(src.start(statement), src.end(statement),
+                       statement_text.encode("utf-8"))])
 
 
 def _grad_off_around(source: str, line: int) -> str:
@@ -286,6 +401,102 @@ def _grad_off_around(source: str, line: int) -> str:
     lines.insert(statement.end_lineno, f"{indent}__import__('torch').set_grad_enabled(True)\n")
     lines.insert(statement.lineno - 1, f"{indent}__import__('torch').set_grad_enabled(False)\n")
     return "".join(lines)
+
+
+INPLACE_DUNDERS = frozenset({
+    "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+    "__imod__", "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+    "__irshift__"})
+
+
+def _writes_a_grad_value(file: Path, source: str, line: int) -> bool:
+    """Whether torch, running the fixture with every other annotated line fixed as the
+    oracle fixes it, sees an in-place op at ``line`` (``x[i] = v``, ``x += v``,
+    ``x.copy_(v)``, ``F.relu(x, inplace=True)``) write in a tensor that requires grad.
+    The op's first tensor argument is the tensor written into; the others are what it
+    writes.
+    Ops with grad mode off (``nn.Linear(...)`` initialising its parameters) are not
+    recorded, so they do not count."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    annotations = parse_annotations(source)
+    base = oracle_fixes(source, annotations, set(annotations) - {line})
+    seen = []
+
+    class WatchInplaceWrites(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if _is_inplace(func, kwargs) and torch.is_grad_enabled() \
+                    and _innermost_line(str(file)) == line:
+                tensors = _tensors((args, kwargs))  # nn.init.*_ passes tensor= as well
+                seen.extend(t.requires_grad for t in tensors[1:] if t is not tensors[0])
+            return func(*args, **kwargs)
+
+    with WatchInplaceWrites():
+        Program.single(base, file).run()
+    return any(seen)
+
+
+def _is_inplace(func, kwargs: dict) -> bool:
+    name = getattr(func, "__name__", "")
+    return name in INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")) \
+        or kwargs.get("inplace") is True
+
+
+def _innermost_line(path: str) -> Optional[int]:
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != path:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else None
+
+
+def _tensors(value) -> list:
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
+
+
+LEAF_WRITES = [path for path in CANDIDATES if not path.is_dir() and {
+    code for codes in parse_expectations(path.read_text(encoding="utf-8")).values()
+    for code in codes} & {"GG101", "GG102"}]
+
+
+@pytest.mark.parametrize("path", LEAF_WRITES, ids=_rel)
+def test_no_grad_is_never_offered_for_a_value_that_requires_grad(path: Path) -> None:
+    """Where torch sees a GG101/GG102 line write in a value that requires grad, the
+    write is part of the computation: its finding offers no fix that puts it under
+    ``torch.no_grad()`` (the value's gradient would silently stay ``None``)."""
+    text = path.read_text(encoding="utf-8")
+    findings = [f for f in check_source(text, str(path), ALL_RULES)
+                if f.path == str(path) and f.code in ("GG101", "GG102")]
+    for finding in findings:
+        if not _writes_a_grad_value(path, text, finding.line):
+            continue
+        assert "under `with torch.no_grad():`" not in finding.message, finding.message
+        if finding.fix is not None:
+            added = "".join(edit.content for edit in finding.fix.edits)
+            assert "no_grad" not in added and not finding.fix.safe, finding.fix
+
+
+def test_the_reference_of_a_differentiable_write_is_its_intended_statement(tmp_path):
+    """A GG101 line that writes a grad-requiring value and states no intended computation
+    cannot be proven; one that states it is replaced by it (the proof cannot assume
+    the fix's ``torch.no_grad()``)."""
+    source = ("import torch\nw = torch.zeros(3, requires_grad=True)\n"
+              "v = torch.ones(3, requires_grad=True)\nw += v  # expect: GG101\n")
+    file = tmp_path / "a.py"
+    with pytest.raises(AssertionError, match="writes a value that requires grad"):
+        _reference(file, source, {4})
+    stated = source.replace("w += v", f"{INTENDED} w = w + v\nw += v")
+    assert _reference(file, stated, {5}).splitlines()[4] == "w = w + v  # expect: GG101"
+    update = source.replace("w += v", "w += 2")
+    assert "set_grad_enabled(False)" in _reference(file, update, {4})
 
 
 def test_every_fixable_code_has_proven_fixtures():

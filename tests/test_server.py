@@ -74,6 +74,28 @@ def test_diagnostics_code_actions_and_shutdown(client, tmp_path):
     assert lsp.close() == 0
 
 
+def test_a_differentiable_write_gets_no_no_grad_quick_fix(client, tmp_path):
+    """``bias += encoder(x)`` writes a value that requires grad: the quick fix keeps it in
+    the graph (unsafe, not preferred), and fix-all, which takes safe fixes only, has
+    nothing to do."""
+    lsp = client()
+    uri = (tmp_path / "train.py").as_uri()
+    lsp.open(uri, "import torch\nencoder = torch.nn.Linear(3, 4)\n"
+                  "bias = torch.zeros(4, requires_grad=True)\n"
+                  "bias += encoder(torch.randn(2, 3)).mean(0)\n")
+    (found,) = lsp.diagnostics(uri, version=1)
+    actions = lsp.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": found["range"],
+        "context": {"diagnostics": [found]}})
+    assert [action["title"] for action in actions] == [
+        "Make the write out of place (keeps it in the graph) (unsafe)", "Add `# noqa: GG101`"]
+    assert actions[0]["isPreferred"] is False
+    (fix,) = actions[0]["edit"]["documentChanges"]
+    assert [edit["newText"] for edit in fix["edits"]] == [
+        "bias = bias + encoder(torch.randn(2, 3)).mean(0)"]
+    assert lsp.close() == 0
+
+
 def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
     """Rules attach fixes on their own schedule: here the server's linter is patched (in
     the subprocess) to give every GG101 a hand-built fix, safe for ``mul_``, unsafe else."""

@@ -340,6 +340,8 @@ class Expressions(Room):
             return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("math."):
+            return NUMBER  # math.log(t) of a one-element tensor too: a float, no graph
         if isinstance(callee, Ref):
             return self.torch.torch_call(st, node, callee.qualname, args)
         if isinstance(callee, ModuleObj) or (isinstance(callee, Instance)

@@ -110,8 +110,8 @@ class Statements(Room):
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value, UNKNOWN, st, node)
 
-    def _assign_data(self, target: cst.Attribute, owner: TensorRef, st: State,
-                     node: cst.CSTNode) -> None:
+    def _assign_data(self, target: cst.Attribute, owner: TensorRef, value: Value,
+                     st: State, node: cst.CSTNode) -> None:
         """``x.data = y``: a write through the ``.data`` view, which may also give ``x``
         another layout (``y.t()``)."""
         if "inplace_write" in self.engine.handlers:
@@ -121,7 +121,8 @@ class Statements(Room):
                 target=self.tensors.facts(st, written),
                 root=self.tensors.facts(st, owner), root_text=source_text(target.value),
                 operation="assignment to `.data`", grad_enabled=st.grad, through_data=True,
-                data_assignment=True))
+                data_assignment=True,
+                value_requires_grad=self.tensors.requires_grad_of(st, value)))
         self.tensors.forget_layout(st, owner)
 
     def _bind_attribute(self, target: cst.Attribute, value: Value, st: State,
@@ -133,7 +134,7 @@ class Statements(Room):
                 self.tensors.set_requires_grad(st, owner, tri_of(value), node,
                                                "`requires_grad = True`")
             elif attr == "data":
-                self._assign_data(target, owner, st, node)
+                self._assign_data(target, owner, value, st, node)
             return  # ``.grad = ...``: nothing to track
         path = dotted(target)
         if path is None:

@@ -77,6 +77,13 @@ class Tensors(Room):
             return self.requires_grad_of(st, value.element)
         return Tri.MAYBE
 
+    def any_requires_grad(self, st: State, values: Iterable[Value]) -> Tri:
+        """Whether one of ``values`` may require grad (NO for none at all)."""
+        result = Tri.NO
+        for value in values:
+            result = result | self.requires_grad_of(st, value)
+        return result
+
     def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
                   producer: str, operands: Optional[dict] = None,
                   extra_saves: Iterable = (),
@@ -246,13 +253,15 @@ class Tensors(Room):
         memory = root if root is not None else target.obj
         through_data = counter != memory  # the chain passes through .data
         hits_saved = through_data and bool(self.saved.saves_covered(st, memory))
+        operands = list(operands)
         if "inplace_write" in self.engine.handlers:
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
                 root_text=self.engine.labels.get(root) if root is not None else None,
                 operation=operation, grad_enabled=st.grad, index=index,
                 through_data=through_data, hits_saved=hits_saved,
-                via=self.engine.calls.via(memory), called_from=self.engine.calls.outermost))
+                via=self.engine.calls.via(memory), called_from=self.engine.calls.outermost,
+                value_requires_grad=self.any_requires_grad(st, operands)))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
             return False  # torch raises right here (GG101/GG102): nothing after it runs
@@ -272,7 +281,6 @@ class Tensors(Room):
                 and not any(write[0] == original and write[1] is node
                             for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
-        operands = list(operands)
         if method is not None and _relayouts(method):
             self.forget_layout(st, target)
         if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
