@@ -49,6 +49,9 @@ class Origin:
 
     node: object  # a libcst node; nodes compare by identity
     how: str  # e.g. "created with requires_grad=True", "nn.Parameter"
+    # the leaf is a parameter (``nn.Parameter``, a layer's, a module's): it stays a leaf,
+    # so a value that should reach the graph cannot be written into it
+    parameter: bool = False
 
 
 class SaveSet:

@@ -32,7 +32,7 @@ def leaf_write_remedy(event: InplaceWrite, into_view: bool) -> tuple[str, Option
     if event.value_requires_grad is Tri.NO:
         return NO_GRAD_ADVICE, fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX)
     origin = (event.root if into_view and event.root is not None else event.target).grad_origin
-    if origin is not None and _is_parameter(origin):
+    if origin is not None and origin.parameter:
         return _parameter_advice(event), None
     advice = _out_of_place_advice(event)
     name = event.target_text
@@ -41,13 +41,6 @@ def leaf_write_remedy(event: InplaceWrite, into_view: bool) -> tuple[str, Option
     if event.operation.endswith("=`") and event.index is None:  # x += v
         return advice, fixes.Rebind(event.node, REBIND_FIX)
     return advice, fixes.WriteIntoClone(event.node, name, OUT_OF_PLACE_FIX.format(name=name))
-
-
-def _is_parameter(origin) -> bool:
-    """The leaf is a parameter (of a module, or ``nn.Parameter``): rebinding a name for it
-    would not reach the module, or the loop over its parameters, that holds it, and a
-    parameter attribute takes only a parameter."""
-    return "parameter" in origin.how.lower()
 
 
 def _requires(event: InplaceWrite) -> str:

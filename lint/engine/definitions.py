@@ -143,7 +143,7 @@ class Definitions(Room):
             obj = (self_value.obj, parameter)
             info.attrs[parameter] = TensorRef(obj)
             info.heap[obj] = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.YES, grad_origin=Origin(
-                node, f"a parameter inherited from `nn.{layer}`"))
+                node, f"a parameter inherited from `nn.{layer}`", parameter=True))
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"

@@ -82,7 +82,8 @@ class Modules(Room):
         frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))
         requires_grad = Tri.YES if frozen is None else frozen.requires_grad
         return TensorFacts(requires_grad=requires_grad, is_leaf=Tri.YES,
-                           grad_origin=Origin(origin, how) if origin is not None else None)
+                           grad_origin=Origin(origin, how, parameter=True)
+                           if origin is not None else None)
 
     def super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
         """``super().__init__(*layers)`` in a subclass of ``nn.Sequential``/``nn.ModuleList``:

@@ -69,7 +69,7 @@ class TorchCalls(Room):
                 else Tri.MAYBE
             return self.tensors.new_tensor(st, id(node), TensorFacts(
                 requires_grad=requires_grad, is_leaf=Tri.YES,
-                grad_origin=Origin(node, "`nn.Parameter`"), contiguous=layout))
+                grad_origin=Origin(node, "`nn.Parameter`", parameter=True), contiguous=layout))
         if namespace == "torch.nn.functional":
             return self._functional(st, node, name, args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):
