@@ -12,6 +12,7 @@ from gradguard.events import (
     BackwardWithoutGrad,
     DroppedTerm,
     Mutation,
+    Prose,
     SavedTensorMutated,
     SaveRecord,
 )
@@ -234,7 +235,7 @@ class SavedTensors(Room):
         return True
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
-                     retain: Tri, text: str = "the tensor") -> None:
+                     retain: Tri, text: str = Prose("the tensor")) -> None:
         """A backward over ``roots`` (``text``: how the code writes them)."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
         for root in roots:
