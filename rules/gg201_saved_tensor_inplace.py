@@ -24,6 +24,11 @@ class SavedTensorInplace(Rule):
     requires grad. A write through a view or a ``.detach()`` alias counts (they share the
     version counter); so does a write under ``torch.no_grad()``.
 
+    A write made by a layer's ``inplace=True`` is reported where that flag is written (the
+    ``nn.ReLU(inplace=True)`` inside the ``nn.Sequential(...)``, the loop or the helper that
+    built the layer, or ``act.inplace = True``): that line is what to change. The message
+    names the call that ran the layer. A layer run at several places is one finding.
+
     ## Why is this bad?
     The backward formula of the saving op needs the value as it was. torch notices the
     version counter moved and raises at ``backward()``: ``RuntimeError: one of the
