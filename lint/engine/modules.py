@@ -290,7 +290,7 @@ class Modules(Room):
                 layer = f"`{name}`" if name is not None and not name.isdigit() else position
                 value = self.module_call(st, node, child, [value], text,
                                          f" (layer {layer} of the `nn.Sequential`)",
-                                         site=(id(node), position))
+                                         site=(id(node) if site is None else site, position))
             return value
         if module.inplace is Tri.YES:
             self.tensors.emit_inplace(st, node, value, input_text,

@@ -257,9 +257,12 @@ class SavedTensors(Room):
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
 
     def _in_order(self, mutations: frozenset) -> list[Mutation]:
+        """The mutations by where the write is, then where the op that saved is: a layer
+        run at several places is reported once, at its flag, worded by its first write."""
         ordered = sorted(mutations, key=_order)
-        if len(ordered) > 1:  # ties broken by where the op that saved is
-            ordered.sort(key=lambda m: (_order(m), self._where(m.save.node)))
+        if len(ordered) > 1:
+            ordered.sort(key=lambda m: (self._where(m.node), _order(m),
+                                        self._where(m.save.node)))
         return ordered
 
     def _where(self, node: cst.CSTNode) -> tuple:
