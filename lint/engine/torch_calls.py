@@ -43,9 +43,9 @@ class TorchCalls(Room):
             rewrapped = Origin(node, how)
         return self.tensors.new_tensor(st, id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=Tri.YES,
-            grad_origin=Origin(node, f"{how} with requires_grad=True")
+            grad_origin=Origin(node, f"{how} with `requires_grad=True`")
             if requires_grad is Tri.YES else None,
-            why_no_grad=Origin(node, f"created by {how} without requires_grad=True")
+            why_no_grad=Origin(node, f"created by {how} without `requires_grad=True`")
             if requires_grad is Tri.NO else None,
             rewrapped=rewrapped, contiguous=contiguous))
 

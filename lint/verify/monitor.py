@@ -337,8 +337,8 @@ class _Saved:
     def describe(self) -> str:
         if self.function is not None:
             return f"`{self.function}` saved it with ctx.save_for_backward at line {self.line}"
-        op = getattr(self.op, "__name__", None) or "an operation"
-        return f"`{op}` saved it for backward at line {self.line}"
+        op = getattr(self.op, "__name__", None)
+        return f"{f'`{op}`' if op else 'an operation'} saved it for backward at line {self.line}"
 
 
 class _Ref(weakref.ref):
