@@ -16,8 +16,9 @@ being ``CODE`` or ``CODE[variant]``).  Every annotated line is proven on its own
 mode says how a line is fixed; most modes neutralise it, i.e. replace the statement by
 ``pass``; a line that turns a layer's ``inplace`` flag on, ``nn.ReLU(inplace=True),`` inside
 an ``nn.Sequential(...)`` or ``act.inplace = True``, is neutralised by turning the flag off
-instead, ``flag_off``, so the statement it is part of still runs).  Finally the fixture with *every* annotated line fixed must run clean, with
-no warning attributed to the fixture file (so no unannotated line misbehaves).
+instead, ``flag_off``, so the statement it is part of still runs).  Finally the fixture
+with *every* annotated line fixed must run clean, with no warning attributed to the
+fixture file (so no unannotated line misbehaves).
 
 Modes (``MODES``):
 
@@ -541,7 +542,8 @@ def unwrap_variable(source: str, line: int) -> str:
 def _inplace_position(call: ast.Call) -> int | None:
     """Where a torch.nn layer's constructor takes ``inplace`` positionally (``nn.ReLU(True)``:
     0, ``nn.Dropout(0.5, True)``: 1), from the class's signature; None for anything else."""
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
     layer = getattr(torch.nn, name, None) if torch is not None and name else None
     if not (isinstance(layer, type) and issubclass(layer, torch.nn.Module)):
         return None
@@ -559,17 +561,19 @@ def inplace_flags(source: str, line: int) -> list[ast.expr]:
     src = _Src(source)
     found = []
     for stmt in src.statements_at(line):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_true(stmt.value) \
-                and isinstance(stmt.targets[0], ast.Attribute) and stmt.targets[0].attr == "inplace":
+        single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        target = stmt.targets[0] if single else None
+        if isinstance(target, ast.Attribute) and target.attr == "inplace" and _is_true(stmt.value):
             found.append(stmt.value)
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
             found += [k.value for k in node.keywords if k.arg == "inplace" and _is_true(k.value)]
             position = _inplace_position(node)
-            if position is not None and position < len(node.args) and _is_true(node.args[position]) \
-                    and not any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
-                found.append(node.args[position])
+            given = node.args[:position + 1] if position is not None else []
+            if given and len(given) == position + 1 and _is_true(given[-1]) \
+                    and not any(isinstance(a, ast.Starred) for a in given):
+                found.append(given[-1])
     return [flag for flag in found if flag.lineno == line]
 
 
@@ -581,8 +585,7 @@ def flag_off(source: str, line: int) -> str:
     if not flags:
         raise OracleError(f"line {line}: no `inplace` flag set to True")
     src = _Src(source)
-    return src.apply([(src.off(flag.lineno, flag.col_offset), src.off(flag.end_lineno, flag.end_col_offset),
-                       b"False") for flag in flags])
+    return src.apply([(src.start(flag), src.end(flag), b"False") for flag in flags])
 
 
 # --------------------------------------------------------------------------- programs

@@ -46,4 +46,5 @@ def test_noqa_on_the_flag_line_silences_it_and_on_the_call_line_does_not(tmp_pat
     misplaced.write_text(_program(call="  # noqa: GG201"))
     result = gg("check", "--no-cache", "--extend-select", "GG900", str(misplaced))
     assert result.exit_code == 1
-    assert "misplaced.py:6:5: GG201" in result.output and "misplaced.py:8:31: GG900" in result.output
+    assert "misplaced.py:6:5: GG201" in result.output
+    assert "misplaced.py:8:31: GG900" in result.output

@@ -178,8 +178,8 @@ def _global_state() -> dict:
         "filters": list(warnings.filters),
         "showwarning": warnings.showwarning,
         "formatwarning": warnings.formatwarning,
-        "layers' __setattr__": {layer: layer.__setattr__ for layer in (torch.nn.ReLU, torch.nn.ReLU6,
-                                                                     torch.nn.Dropout2d)},
+        "layers' __setattr__": {layer: layer.__setattr__
+                                for layer in (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.Dropout2d)},
     }
 
 

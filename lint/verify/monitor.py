@@ -479,7 +479,8 @@ class Monitor:
         while frame is not None and not self._is_user(frame.f_code.co_filename):
             layer = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
             entry = self._flags.get(id(layer)) if layer is not None else None
-            if entry is not None and entry[0]() is layer and getattr(layer, "inplace", None) is True:
+            if entry is not None and entry[0]() is layer \
+                    and getattr(layer, "inplace", None) is True:
                 return entry[1], entry[2]
             frame = frame.f_back
         return None
@@ -858,8 +859,8 @@ class Monitor:
             else:
                 code, what = "GG201", "an in-place write"
                 if flag_site is not None:
-                    what = f"the in-place write of the layer whose `inplace` flag is turned on here " \
-                           f"(its call at line {where[1]})"
+                    what = "the in-place write of the layer whose `inplace` flag is turned on " \
+                           f"here (its call at line {where[1]})"
                     where = flag_site
         return Event(code, where[0], where[1],
                      f"{what} modifies a tensor that a live graph saved ({rec.describe()}); its backward fails",
