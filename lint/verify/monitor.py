@@ -461,13 +461,18 @@ class Monitor:
         self._flags.clear()
 
     def _note_flag(self, layer, value) -> None:
+        """``layer.inplace = value``: where, when the user's code wrote the flag itself (a
+        layer a library builds for the user is the library's business)."""
+        self._flags.pop(id(layer), None)
         if value is not True:
-            self._flags.pop(id(layer), None)
             return
-        file, line = self._where()
-        if file is not None:
+        frame = sys._getframe(2)  # 0: here, 1: watched, 2: what sets the flag
+        while frame is not None and not self._is_user(frame.f_code.co_filename) \
+                and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is layer:
+            frame = frame.f_back  # the layer's own constructors (ReLU6's calls Hardtanh's)
+        if frame is not None and self._is_user(frame.f_code.co_filename):
             ref = weakref.ref(layer, self._dropper(self._flags, id(layer)))
-            self._flags[id(layer)] = (ref, file, line)
+            self._flags[id(layer)] = (ref, frame.f_code.co_filename, frame.f_lineno)
 
     def _flag_site(self):
         """(file, line) where the ``inplace`` flag of the torch layer making the current write
