@@ -12,6 +12,12 @@ if TYPE_CHECKING:  # nodes are only carried: rules load without libcst (a cached
     import libcst as cst
 
 
+class Prose(str):
+    """Words the engine wrote about a value it cannot quote as code (``the output of
+    `nn.Sigmoid```, ``the input``), code parts already in backticks: messages use it as
+    it is, where code as written is put in backticks (``rules.base.quote``)."""
+
+
 class IndexKind(enum.Enum):
     """How an item assignment ``t[index] = v`` indexes: a view, or a gather/scatter."""
 
@@ -57,9 +63,19 @@ class Mutation:
     via: Optional[cst.CSTNode] = None
     # The analysed code's outermost call that led to the write, when it is inside one.
     called_from: Optional[cst.CSTNode] = None
-    # The call whose ``inplace`` flag made the write, and the flag's position:
-    # ``nn.ReLU(inplace=True)`` where the layer was built, ``F.relu(x, inplace=True)``.
+    # Where the ``inplace`` flag that made the write is written, and the flag's position
+    # in that call: ``nn.ReLU(inplace=True)`` where the layer was built (or the
+    # assignment ``act.inplace = True``, position None), ``F.relu(x, inplace=True)``.
     flag: Optional[tuple] = None
+
+    @property
+    def flag_site(self) -> Optional[cst.CSTNode]:
+        """Where the flag that made this write is written, when that is not the write
+        itself: the layer's constructor or the assignment that set its flag, which is
+        where the fix goes. None for ``F.relu(x, inplace=True)`` and for other writes."""
+        if self.flag is None or self.flag[0] is self.node:
+            return None
+        return self.flag[0]
 
     @property
     def code(self) -> str:

@@ -274,7 +274,8 @@ def _is_data(target: cst.CSTNode) -> bool:
 class InplaceOff(Rewrite):
     """``inplace=True`` to ``inplace=False`` in the call that built the layer
     (``nn.ReLU(inplace=True)``) or made the write (``F.relu(x, inplace=True)``); also a
-    positional ``True`` at the flag's position.
+    positional ``True`` at the flag's position, and ``act.inplace = True`` where that
+    assignment set the flag (``call`` is then the assignment).
 
     The op then returns a new tensor and leaves its input as it was. Safe where nothing
     can read the input afterwards: it is a temporary (``act(bn(x))``), or the result is
@@ -291,7 +292,7 @@ class InplaceOff(Rewrite):
         flag = self._flag()
         if flag is None or not isinstance(self.write, cst.Call) or not self.write.args:
             return None
-        edits = [Edit(*source.span(flag.value), "False")]
+        edits = [Edit(*source.span(flag), "False")]
         written = self.write.args[0].value
         statement = source.parent(self.write)
         if isinstance(statement, cst.Expr):  # the result is dropped: bind it
@@ -307,17 +308,20 @@ class InplaceOff(Rewrite):
             and target.value == written.value
         return Fix(self.message, SAFE if temporary or rebound else UNSAFE, tuple(edits))
 
-    def _flag(self) -> Optional[cst.Arg]:
-        if not isinstance(self.call, cst.Call):
+    def _flag(self) -> Optional[cst.BaseExpression]:
+        """The ``True`` that sets the flag, if it is written so."""
+        if isinstance(self.call, cst.Assign) and len(self.call.targets) == 1:
+            value = self.call.value
+        elif isinstance(self.call, cst.Call):
+            positional = [arg for arg in self.call.args if arg.keyword is None and not arg.star]
+            flag = next((arg for arg in self.call.args
+                         if arg.keyword is not None and arg.keyword.value == "inplace"), None)
+            if flag is None and self.position is not None and self.position < len(positional):
+                flag = positional[self.position]
+            value = flag.value if flag is not None else None
+        else:
             return None
-        positional = [arg for arg in self.call.args if arg.keyword is None and not arg.star]
-        flag = next((arg for arg in self.call.args
-                     if arg.keyword is not None and arg.keyword.value == "inplace"), None)
-        if flag is None and self.position is not None and self.position < len(positional):
-            flag = positional[self.position]
-        if flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "True"):
-            return None
-        return flag
+        return value if isinstance(value, cst.Name) and value.value == "True" else None
 
 
 _BINARY = {

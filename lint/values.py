@@ -82,6 +82,9 @@ class ModuleObj(Value):
     unsure: frozenset = frozenset()
     children: tuple = ()  # for a container (nn.Sequential, ...): its layers, in order
     origin: object = None  # the node that built it
+    # Where its ``inplace`` flag was last written when not where it was built: the
+    # assignment ``layer.inplace = True``.
+    inplace_at: object = None
     # The children's names, in the same order ("0", "1", ... for layers given by position;
     # None where a name is not known); empty when the children are not known.
     names: tuple = ()

@@ -18,6 +18,7 @@ from gradguard.events import (
     InplaceWrite,
     LegacyVariable,
     NonLeafGradRead,
+    Prose,
     SavedTensorMutated,
 )
 
@@ -165,7 +166,11 @@ def handlers_of(rule: Rule) -> dict:
 
 
 def quote(text: str) -> str:
-    """Put code in backticks for a message, shortening long expressions."""
+    """Put code in backticks for a message, shortening long expressions. Words the engine
+    wrote about a value (``Prose``: ``the output of `nn.Sigmoid```) are no code: they
+    stay as they are."""
+    if isinstance(text, Prose):
+        return text
     text = " ".join(text.split())
     if len(text) > 40:
         text = text[:37] + "..."

@@ -24,6 +24,11 @@ class SavedTensorInplace(Rule):
     requires grad. A write through a view or a ``.detach()`` alias counts (they share the
     version counter); so does a write under ``torch.no_grad()``.
 
+    A write made by a layer's ``inplace=True`` is reported where that flag is written (the
+    ``nn.ReLU(inplace=True)`` inside the ``nn.Sequential(...)``, the loop or the helper that
+    built the layer, or ``act.inplace = True``): that line is what to change. The message
+    names the call that ran the layer. A layer run at several places is one finding.
+
     ## Why is this bad?
     The backward formula of the saving op needs the value as it was. torch notices the
     version counter moved and raises at ``backward()``: ``RuntimeError: one of the
@@ -71,29 +76,41 @@ class SavedTensorInplace(Rule):
         mutation = event.mutation
         if mutation.code != self.code:
             return
+        through = f" through {quote(mutation.target_text)}, which shares its storage," \
+            if mutation.aliased else ""
+        fails = f"{self.failing_backward(event)} fail{self.via(mutation)}"
+        site = mutation.flag_site
+        if site is None:
+            self.report(mutation.node,
+                        f"{self._saved(mutation)}; modifying it in place here with "
+                        f"{mutation.operation}{through} makes {fails}. Use an out-of-place op or "
+                        "mutate a `.clone()`",
+                        self._fix(mutation))
+            return
+        # A layer's flag: reported where it is written, which is where the fix goes.
+        self.report(site,
+                    f"{self._saved(mutation)}; {mutation.operation}{through} modifies it in "
+                    f"place when the call at line {self.line_of(mutation.node)} runs it, which "
+                    f"makes {fails}. Make the layer out of place: `inplace=False`",
+                    self._fix(mutation))
+
+    def _saved(self, mutation) -> str:
+        """What was saved, by which op and where, as a clause."""
         save = mutation.save
         line = self.line_of(save.node)
         if save.tensor_text:
-            saved = f"{quote(save.tensor_text)} was saved for backward by {quote(save.op)} (line {line})"
-        else:
-            saved = f"the output of {quote(save.op)} (line {line}) was saved for backward"
-        through = f" through {quote(mutation.target_text)}, which shares its storage," \
-            if mutation.aliased else ""
-        self.report(
-            mutation.node,
-            f"{saved}; modifying it in place here with {mutation.operation}{through} makes "
-            f"{self.failing_backward(event)} fail{self.via(mutation)}. Use an out-of-place op or "
-            "mutate a `.clone()`",
-            self._fix(mutation),
-        )
+            return f"{quote(save.tensor_text)} was saved for backward by {quote(save.op)} " \
+                f"(line {line})"
+        return f"the output of {quote(save.op)} (line {line}) was saved for backward"
 
     @staticmethod
     def _fix(mutation) -> Optional["Rewrite"]:
         from gradguard.fixes import InplaceOff, Rebind  # libcst: only where a file is linted
 
         if mutation.flag is not None:
+            what = "op" if mutation.flag_site is None else "layer"
             return InplaceOff(*mutation.flag, mutation.node,
-                              "Make the op out of place: `inplace=False`")
+                              f"Make the {what} out of place: `inplace=False`")
         if not mutation.aliased:  # an augmented assignment (Rebind checks)
             return Rebind(mutation.node, "Rebind the name to a new tensor instead of writing "
                                          "the saved one")

@@ -55,6 +55,6 @@ class MultiViewInplace(Rule):
         self.report(
             event.node,
             f"in-place {event.operation} on {quote(event.target_text)}, an output of "
-            f"{quote(target.producer or 'a multi-output view op')}; torch forbids writing into "
-            "these views while grad is tracked. Use an out-of-place op",
+            f"{quote(target.producer) if target.producer else 'a multi-output view op'}; torch "
+            "forbids writing into these views while grad is tracked. Use an out-of-place op",
         )

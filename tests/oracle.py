@@ -14,8 +14,11 @@ How a code is proven is looked up in ``EXPECTATIONS`` (key -> ``Expectation``, t
 being ``CODE`` or ``CODE[variant]``).  Every annotated line is proven on its own: the
 *base* program for a line is the fixture with every *other* annotated line fixed (each
 mode says how a line is fixed; most modes neutralise it, i.e. replace the statement by
-``pass``).  Finally the fixture with *every* annotated line fixed must run clean, with
-no warning attributed to the fixture file (so no unannotated line misbehaves).
+``pass``; a line that turns a layer's ``inplace`` flag on, ``nn.ReLU(inplace=True),`` inside
+an ``nn.Sequential(...)`` or ``act.inplace = True``, is neutralised by turning the flag off
+instead, ``flag_off``, so the statement it is part of still runs).  Finally the fixture
+with *every* annotated line fixed must run clean, with no warning attributed to the
+fixture file (so no unannotated line misbehaves).
 
 Modes (``MODES``):
 
@@ -101,6 +104,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import inspect
 import io
 import os
 import re
@@ -535,6 +539,55 @@ def unwrap_variable(source: str, line: int) -> str:
     return src.apply(edits)
 
 
+def _inplace_position(call: ast.Call) -> int | None:
+    """Where a torch.nn layer's constructor takes ``inplace`` positionally (``nn.ReLU(True)``:
+    0, ``nn.Dropout(0.5, True)``: 1), from the class's signature; None for anything else."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    layer = getattr(torch.nn, name, None) if torch is not None and name else None
+    if not (isinstance(layer, type) and issubclass(layer, torch.nn.Module)):
+        return None
+    names = list(inspect.signature(layer.__init__).parameters)[1:]
+    return names.index("inplace") if "inplace" in names else None
+
+
+def _is_true(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def inplace_flags(source: str, line: int) -> list[ast.expr]:
+    """The ``True``s on ``line`` that turn an ``inplace`` flag on: ``inplace=True`` in a call,
+    a layer's positional ``True`` (``nn.ReLU(True)``), ``act.inplace = True``."""
+    src = _Src(source)
+    found = []
+    for stmt in src.statements_at(line):
+        single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        target = stmt.targets[0] if single else None
+        if isinstance(target, ast.Attribute) and target.attr == "inplace" and _is_true(stmt.value):
+            found.append(stmt.value)
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            found += [k.value for k in node.keywords if k.arg == "inplace" and _is_true(k.value)]
+            position = _inplace_position(node)
+            given = node.args[:position + 1] if position is not None else []
+            if given and len(given) == position + 1 and _is_true(given[-1]) \
+                    and not any(isinstance(a, ast.Starred) for a in given):
+                found.append(given[-1])
+    return [flag for flag in found if flag.lineno == line]
+
+
+def flag_off(source: str, line: int) -> str:
+    """Every ``inplace`` flag that ``line`` turns on is turned off (``inplace=True`` ->
+    ``inplace=False``): the line's layer no longer writes in place, and the statement it is
+    part of (a layer in an ``nn.Sequential(...)`` spanning lines) still runs."""
+    flags = inplace_flags(source, line)
+    if not flags:
+        raise OracleError(f"line {line}: no `inplace` flag set to True")
+    src = _Src(source)
+    return src.apply([(src.start(flag), src.end(flag), b"False") for flag in flags])
+
+
 # --------------------------------------------------------------------------- programs
 
 MAIN = "main.py"  # a folder fixture's entry point
@@ -941,12 +994,16 @@ def fix_of(exp: Expectation) -> str:
 
 def apply_fixes(source: str, annotations: dict[int, set[str]], lines: set[int]) -> str:
     """Fix each of ``lines`` as its expectation says; a line with several fixes is neutralised
-    if any of them neutralises, else rewritten by the first rewrite (by name)."""
+    if any of them neutralises, else rewritten by the first rewrite (by name). A line that
+    sets a layer's ``inplace`` flag is neutralised by turning the flag off (``flag_off``)."""
     to_neutralise = set()
     for line in sorted(lines, reverse=True):
         fixes = {fix_of(EXPECTATIONS[k]) for k in annotations[line]}
         if "neutralise" in fixes:
-            to_neutralise.add(line)
+            if inplace_flags(source, line):
+                source = flag_off(source, line)
+            else:
+                to_neutralise.add(line)
             continue
         rewrites = sorted(fixes & _REWRITES.keys())
         if rewrites:

@@ -340,7 +340,7 @@ CASES = {
         block.fc.weight.zero_()
         y = block(torch.ones(1, 2))
         y.sum().backward()
-        """, {(6, "GG101"), (7, "GG201")}),
+        """, {(6, "GG101"), (5, "GG201")}),
     "collections.OrderedDict filled by key, replaced by name": ("""
         import collections
         import torch
@@ -364,7 +364,7 @@ CASES = {
         y = nn.Sequential(layers)(x)
         z = nn.Sequential(more)(x)
         (y + z).sum().backward()
-        """, {(10, "GG201")}),
+        """, {(7, "GG201")}),
     "a plain dict is not a Sequential's layers (torch refuses it)": ("""
         import torch
         from torch import nn
@@ -401,13 +401,14 @@ CASES = {
         from torch import nn
         heads = nn.ModuleDict([("gate", nn.Sigmoid())])
         heads.update({"act": nn.ReLU(inplace=True)})
+        pairs = nn.ModuleDict({"gate": nn.Sigmoid(), "act": nn.ReLU(inplace=True)})
         x = torch.ones(2, requires_grad=True)
         for key in heads:
             x = heads[key](x)
-        for _, layer in heads.items():
+        for _, layer in pairs.items():
             x = layer(x)
         x.sum().backward()
-        """, {(7, "GG201"), (9, "GG201")}),
+        """, {(4, "GG201"), (5, "GG201")}),
     "a list item replaced before Sequential(*layers)": ("""
         import torch
         from torch import nn

@@ -178,7 +178,44 @@ def _global_state() -> dict:
         "filters": list(warnings.filters),
         "showwarning": warnings.showwarning,
         "formatwarning": warnings.formatwarning,
+        "layers' __setattr__": {layer: layer.__setattr__
+                                for layer in (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.Dropout2d)},
     }
+
+
+def _line_of(marker: str) -> int:
+    """The line of this file that ends with the comment ``# marker``."""
+    [line] = [n for n, source in enumerate(Path(__file__).read_text().splitlines(), 1)
+              if source.endswith(f"# {marker}")]
+    return line
+
+
+def test_a_layers_write_is_reported_where_the_user_turned_its_flag_on(tmp_path, monkeypatch) -> None:
+    """Built by the user: at the constructor (or at ``act.inplace = True``); built by a
+    library for the user: at the user's call, since the library's line is not the user's."""
+    (tmp_path / "gg_flag_lib.py").write_text(
+        "import torch.nn as nn\n\n\ndef head():\n    return nn.Sequential(nn.Sigmoid(), nn.ReLU(inplace=True))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gg_flag_lib
+
+    def here(filename: str) -> bool:
+        return filename == __file__
+
+    def mine():
+        return torch.nn.Sequential(torch.nn.Sigmoid(), torch.nn.ReLU(True))  # built here
+
+    for build, marker in ((mine, "built here"), (gg_flag_lib.head, "runs the layers")):
+        with Monitor(user_files=here) as watch:
+            net = build()
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                net(torch.randn(3, requires_grad=True)).sum().backward()  # runs the layers
+        assert [(e.code, e.line) for e in watch.events] == [("GG201", _line_of(marker))], marker
+    relu = torch.nn.ReLU()
+    with Monitor(user_files=here) as watch:
+        relu.inplace = True  # set here
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            relu(torch.randn(3, requires_grad=True).sigmoid()).sum().backward()
+    assert [(e.code, e.line) for e in watch.events] == [("GG201", _line_of("set here"))]
 
 
 def test_monitor_restores_global_state() -> None:

@@ -275,6 +275,44 @@ def test_raises_later_rejects_wrong_message(later_code: str) -> None:
     assert not v.ok and "expected RuntimeError containing" in v.problems[0], v.report()
 
 
+FLAG_LINES = """\
+import torch
+import torch.nn as nn
+net = nn.Sequential(
+    nn.Linear(3, 4),
+    nn.ReLU(inplace=True),{innocent}
+    nn.Sigmoid(),
+    nn.ReLU(True),  # expect: {code}
+)
+net(torch.randn(2, 3)).sum().backward()
+"""
+
+
+def test_a_flag_line_is_fixed_by_turning_the_flag_off() -> None:
+    src = "import torch.nn as nn\nact = nn.Dropout(0.5, True)\nact.inplace = True\n" \
+          "f = nn.ReLU(inplace=True)\nk = dict(inplace=True, other=True)\n"
+    fixed = [oracle.flag_off(src, line) for line in (2, 3, 4, 5)]
+    assert [out.splitlines()[line - 1] for out, line in zip(fixed, (2, 3, 4, 5))] == [
+        "act = nn.Dropout(0.5, False)", "act.inplace = False", "f = nn.ReLU(inplace=False)",
+        "k = dict(inplace=False, other=True)"]
+    with pytest.raises(oracle.OracleError):
+        oracle.flag_off(src, 1)
+
+
+def test_raises_later_proves_a_flag_line_inside_a_statement(later_code: str) -> None:
+    """The flag's line in a multi-line nn.Sequential(...): neutralising the statement would
+    leave `net` undefined; turning the flag off keeps it and removes the write."""
+    v = verify_source(FLAG_LINES.format(code=later_code, innocent=""), FAKE_PATH)
+    assert v.ok, v.report()
+
+
+def test_raises_later_rejects_an_innocent_flag_line(later_code: str) -> None:
+    """The ReLU after the Linear writes nothing that was saved: turning it off does not help."""
+    src = FLAG_LINES.format(code=later_code, innocent=f"  # expect: {later_code}")
+    v = verify_source(src, FAKE_PATH)
+    assert not v.ok, v.report()
+
+
 def test_register_rejects_unknown_mode() -> None:
     with pytest.raises(ValueError):
         register(Expectation("GG991", "raises_sometimes", RuntimeError, "x"))

@@ -18,9 +18,7 @@ from gradguard.engine.containers import (
     _with_layers,
 )
 from gradguard.engine.room import Room
-from gradguard.events import (
-    SaveRecord,
-)
+from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
@@ -196,7 +194,7 @@ class Modules(Room):
             self.saved.note_owner(module)
             record = SaveRecord((self.tensors.contextual(id(node)), PARAMS), (module.obj, PARAMS),
                                 f"{module.info.name}.forward", node,
-                                f"the parameters of `{source_text(node.func)}`")
+                                Prose(f"the parameters of `{source_text(node.func)}`"))
             self.saved.add_saves(st, [record])
             extra = frozenset((record,))
         frozen = st.heap.get((module.obj, "*frozen"))
@@ -276,7 +274,7 @@ class Modules(Room):
         value = args[0] if args else UNKNOWN
         direct = input_text is None
         if input_text is None:
-            input_text = source_text(node.args[0].value) if node.args else "the input"
+            input_text = source_text(node.args[0].value) if node.args else Prose("the input")
         if module.kind == "Sequential":
             for position, child in enumerate(module.children):
                 if isinstance(child, Instance) and child.info.is_module:
@@ -285,22 +283,21 @@ class Modules(Room):
                 if not isinstance(child, ModuleObj):
                     return UNKNOWN
                 previous = module.children[position - 1] if position else None
-                text = input_text if previous is None else \
-                    f"the output of nn.{previous.kind}" if isinstance(previous, ModuleObj) \
-                    else f"the output of `{previous.info.name}`"
+                text = input_text if previous is None else Prose(
+                    f"the output of `nn.{previous.kind}`" if isinstance(previous, ModuleObj)
+                    else f"the output of `{previous.info.name}`")
                 name = module.names[position] if len(module.names) == len(module.children) \
                     else None
                 layer = f"`{name}`" if name is not None and not name.isdigit() else position
                 value = self.module_call(st, node, child, [value], text,
                                          f" (layer {layer} of the `nn.Sequential`)",
-                                         site=(id(node), position))
+                                         site=(id(node) if site is None else site, position))
             return value
         if module.inplace is Tri.YES:
             self.tensors.emit_inplace(st, node, value, input_text,
                               f"`nn.{module.kind}(inplace=True)`{within}",
                               method=f"nn.{module.kind}", site=site,
-                              flag=(module.origin,
-                                    TORCH.inplace_positions.get(f"nn.{module.kind}")))
+                              flag=_flag_of(module))
             return value
         operands = forward_operands(node, module.kind, args) if direct \
             else {forward_names(module.kind)[0]: (value, input_text)}
@@ -310,8 +307,9 @@ class Modules(Room):
             inputs.append(UNKNOWN)
         for name in parameters_of(module):
             parameter = self.module_attribute(st, module, name, None)
-            label = self.engine.labels.get(module.obj, 'the layer')
-            operands[name] = (parameter, f"{label}.{name}")
+            label = self.engine.labels.get(module.obj)
+            operands[name] = (parameter, f"{label}.{name}" if label is not None
+                              else Prose(f"the layer's `{name}`"))
             inputs.append(parameter)
         entry = TORCH.saved_ops.get(f"nn.{module.kind}", {})
         if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
@@ -322,6 +320,14 @@ class Modules(Room):
 
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
+
+
+def _flag_of(module: ModuleObj) -> tuple:
+    """Where an in-place layer's flag is written, and its position in that call: the
+    assignment that set it last (``act.inplace = True``), else the call that built it."""
+    if module.inplace_at is not None:
+        return module.inplace_at, None
+    return module.origin, TORCH.inplace_positions.get(f"nn.{module.kind}")
 
 
 def parameters_known(module: ModuleObj) -> bool:

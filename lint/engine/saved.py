@@ -12,6 +12,7 @@ from gradguard.events import (
     BackwardWithoutGrad,
     DroppedTerm,
     Mutation,
+    Prose,
     SavedTensorMutated,
     SaveRecord,
 )
@@ -235,7 +236,7 @@ class SavedTensors(Room):
         return True
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
-                     retain: Tri, text: str = "the tensor") -> None:
+                     retain: Tri, text: str = Prose("the tensor")) -> None:
         """A backward over ``roots`` (``text``: how the code writes them)."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
         for root in roots:
@@ -257,9 +258,12 @@ class SavedTensors(Room):
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
 
     def _in_order(self, mutations: frozenset) -> list[Mutation]:
+        """The mutations by where the write is, then where the op that saved is: a layer
+        run at several places is reported once, at its flag, worded by its first write."""
         ordered = sorted(mutations, key=_order)
-        if len(ordered) > 1:  # ties broken by where the op that saved is
-            ordered.sort(key=lambda m: (_order(m), self._where(m.save.node)))
+        if len(ordered) > 1:
+            ordered.sort(key=lambda m: (self._where(m.node), _order(m),
+                                        self._where(m.save.node)))
         return ordered
 
     def _where(self, node: cst.CSTNode) -> tuple:

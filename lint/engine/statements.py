@@ -140,7 +140,8 @@ class Statements(Room):
         if path is None:
             return
         if isinstance(owner, ModuleObj) and attr == "inplace":
-            self._rebind_layer(target.value, replace(owner, inplace=tri_of(value)), st)
+            self._rebind_layer(target.value, replace(owner, inplace=tri_of(value), inplace_at=node),
+                               st)
             return
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place

@@ -7,10 +7,7 @@ import libcst as cst
 
 from gradguard.engine.common import _retains, source_text, tri_of
 from gradguard.engine.room import Room
-from gradguard.events import (
-    LegacyVariable,
-    SaveRecord,
-)
+from gradguard.events import LegacyVariable, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
@@ -46,9 +43,9 @@ class TorchCalls(Room):
             rewrapped = Origin(node, how)
         return self.tensors.new_tensor(st, id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=Tri.YES,
-            grad_origin=Origin(node, f"{how} with requires_grad=True")
+            grad_origin=Origin(node, f"{how} with `requires_grad=True`")
             if requires_grad is Tri.YES else None,
-            why_no_grad=Origin(node, f"created by {how} without requires_grad=True")
+            why_no_grad=Origin(node, f"created by {how} without `requires_grad=True`")
             if requires_grad is Tri.NO else None,
             rewrapped=rewrapped, contiguous=contiguous))
 
@@ -77,7 +74,7 @@ class TorchCalls(Room):
             create = self.expressions.argument(node, args, "create_graph")
             roots = arg0.items if isinstance(arg0, Seq) else [arg0]
             self.saved.run_backward(st, node, roots, _retains(retain, create),
-                              source_text(node.args[0].value) if node.args else "the tensor")
+                              source_text(node.args[0].value) if node.args else Prose("the tensor"))
             if name == "backward":  # autograd.grad returns the gradients, .grad stays
                 st.gradients = Tri.YES
             return UNKNOWN

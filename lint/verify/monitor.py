@@ -50,6 +50,10 @@ inside the forward of a user's custom Function, GG206 when the record is what a 
 Function saved with ``ctx.save_for_backward``, GG202 when the written tensor is a leaf
 that requires grad (a parameter update), GG201 otherwise (a Function of torch's own, such
 as reentrant checkpointing, counts as an op).
+A GG201 write made by a torch layer whose ``inplace`` flag was turned on while the monitor
+watched (``nn.ReLU(inplace=True)``, ``act.inplace = True``: the ``__setattr__`` of torch's
+layers that take the flag is watched) is reported at the line that turned the flag on, as
+the linter reports it: that is where the fix goes.
 GG301: an in-place write through a ``.data`` alias into the storage of a live saved
 record: the version does not move (``.data`` has its own counter), so a fingerprint of
 the saved tensor is taken before and after the write; if it changed, a pending event,
@@ -83,6 +87,7 @@ intercepted call (other than the ``.grad`` one) are attributed to this module's 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import runpy
@@ -332,8 +337,8 @@ class _Saved:
     def describe(self) -> str:
         if self.function is not None:
             return f"`{self.function}` saved it with ctx.save_for_backward at line {self.line}"
-        op = getattr(self.op, "__name__", None) or "an operation"
-        return f"`{op}` saved it for backward at line {self.line}"
+        op = getattr(self.op, "__name__", None)
+        return f"{f'`{op}`' if op else 'an operation'} saved it for backward at line {self.line}"
 
 
 class _Ref(weakref.ref):
@@ -344,6 +349,21 @@ class _AliasRef(weakref.ref):
     """A ``.data`` / ``.detach()`` result: the alias, whether user code made it, its origin."""
 
     __slots__ = ("direct", "origin")
+
+
+@functools.lru_cache(maxsize=1)
+def _flag_layers() -> tuple:
+    """torch's layer classes that take an ``inplace`` flag (``nn.ReLU``, ``nn.Dropout``, ...)."""
+    found = []
+    for layer in vars(torch.nn).values():
+        if isinstance(layer, type) and issubclass(layer, torch.nn.Module):
+            try:
+                takes_flag = "inplace" in inspect.signature(layer.__init__).parameters
+            except (TypeError, ValueError):
+                takes_flag = False
+            if takes_flag:
+                found.append(layer)
+    return tuple(found)
 
 
 class _Mode(TorchFunctionMode):
@@ -394,6 +414,8 @@ class Monitor:
         self._cut: dict[int, tuple] = {}  # id -> GG306 detach_ waiting for a use
         self._watch = False  # _dirty or _cut non-empty: calls must look at their arguments
         self._data_writes: dict[tuple, tuple] = {}  # (file, line) -> GG302 candidate
+        self._flags: dict[int, tuple] = {}  # id -> (ref, file, line): a layer's inplace turned on
+        self._watched_layers: list = []  # the layer classes whose __setattr__ is watched
         self._mode: Optional[_Mode] = None
         self._hooks = None
         self._active = False
@@ -411,8 +433,62 @@ class Monitor:
         except BaseException:
             self._hooks.__exit__(None, None, None)
             raise
+        self._watch_flags()
         self._active = True
         return self
+
+    def _watch_flags(self) -> None:
+        """Note where each torch layer's ``inplace`` flag is turned on (``nn.ReLU(inplace=True)``
+        sets it in ``__init__``; ``act.inplace = True`` later): the user's line doing it."""
+        monitor = weakref.ref(self)
+        set_attribute = torch.nn.Module.__setattr__
+
+        def watched(layer, name, value):
+            mon = monitor()
+            if name == "inplace" and mon is not None:
+                mon._note_flag(layer, value)
+            set_attribute(layer, name, value)
+
+        for layer in _flag_layers():
+            if layer.__setattr__ is set_attribute:  # (a subclass of one watched already is)
+                layer.__setattr__ = watched
+                self._watched_layers.append(layer)
+
+    def _unwatch_flags(self) -> None:
+        for layer in self._watched_layers:
+            del layer.__setattr__
+        self._watched_layers.clear()
+        self._flags.clear()
+
+    def _note_flag(self, layer, value) -> None:
+        """``layer.inplace = value``: where, when the user's code wrote the flag itself (a
+        layer a library builds for the user is the library's business)."""
+        self._flags.pop(id(layer), None)
+        if value is not True:
+            return
+        frame = sys._getframe(2)  # 0: here, 1: watched, 2: what sets the flag
+        while frame is not None and not self._is_user(frame.f_code.co_filename) \
+                and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is layer:
+            frame = frame.f_back  # the layer's own constructors (ReLU6's calls Hardtanh's)
+        if frame is not None and self._is_user(frame.f_code.co_filename):
+            ref = weakref.ref(layer, self._dropper(self._flags, id(layer)))
+            self._flags[id(layer)] = (ref, frame.f_code.co_filename, frame.f_lineno)
+
+    def _flag_site(self):
+        """(file, line) where the ``inplace`` flag of the torch layer making the current write
+        was turned on: the innermost layer ``forward`` below the user's frame whose flag the
+        monitor saw set; None when no such layer makes the write."""
+        if not self._flags:
+            return None
+        frame = sys._getframe(1)
+        while frame is not None and not self._is_user(frame.f_code.co_filename):
+            layer = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
+            entry = self._flags.get(id(layer)) if layer is not None else None
+            if entry is not None and entry[0]() is layer \
+                    and getattr(layer, "inplace", None) is True:
+                return entry[1], entry[2]
+            frame = frame.f_back
+        return None
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if not self._active:
@@ -421,6 +497,7 @@ class Monitor:
         try:
             self._mode.__exit__(exc_type, exc, tb)
         finally:
+            self._unwatch_flags()
             self._hooks.__exit__(exc_type, exc, tb)
             self._mode = self._hooks = None
             self._finish()
@@ -735,7 +812,8 @@ class Monitor:
         if not targets:
             return out
         where = None
-        writer = None  # (where, the user's custom Function whose forward made the call)
+        # (where, the user's custom Function whose forward made the call, the flag's line)
+        writer = None
         bumped = False
         for t, rec, before in hits:
             if rec.alias._version != before:  # this call moved the saved tensor's version
@@ -743,7 +821,7 @@ class Monitor:
                 if rec.mutation is None:
                     if writer is None:
                         where = where or self._where()
-                        writer = (where, self._running_function())
+                        writer = (where, self._running_function(), self._flag_site())
                     rec.mutation = self._mutation(t, rec, *writer)
             elif id(rec) in fingerprints and fingerprints[id(rec)] != _fingerprint(rec.alias):
                 if rec.silent is None:
@@ -769,11 +847,12 @@ class Monitor:
         return out
 
     @staticmethod
-    def _mutation(t, rec: _Saved, where, function: Optional[str]) -> Event:
+    def _mutation(t, rec: _Saved, where, function: Optional[str], flag_site=None) -> Event:
         """The pending event of a write ``t`` that moved ``rec``'s version, coded as the
         linter codes it (lint/events.py ``Mutation.code``): made inside a custom Function's
         forward (GG204), into what ``ctx.save_for_backward`` saved (GG206), a parameter
-        update (GG202), any other write (GG201)."""
+        update (GG202), any other write (GG201). A GG201 write of a layer whose flag was
+        turned on at ``flag_site`` is reported there."""
         if function is not None:
             code, what = "GG204", f"an in-place write inside `{function}.forward`"
         elif rec.function is not None:
@@ -784,6 +863,10 @@ class Monitor:
                 code, what = "GG202", "a parameter update"
             else:
                 code, what = "GG201", "an in-place write"
+                if flag_site is not None:
+                    what = "the in-place write of the layer whose `inplace` flag is turned on " \
+                           f"here (its call at line {where[1]})"
+                    where = flag_site
         return Event(code, where[0], where[1],
                      f"{what} modifies a tensor that a live graph saved ({rec.describe()}); its backward fails",
                      rec.line)
