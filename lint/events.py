@@ -108,7 +108,11 @@ class SavedTensorMutated:
 
     @property
     def called_from(self) -> Optional[cst.CSTNode]:
-        """The analysed code's outermost call that led to the write, if any."""
+        """The analysed code's outermost call that led to the write, if any. A write that
+        a layer's flag makes is reported where the flag is written: the call that ran
+        the layer led to it (a finding in the layer's file is mirrored at that call)."""
+        if self.mutation.called_from is None and self.mutation.flag_site is not None:
+            return self.mutation.node
         return self.mutation.called_from
 
 
