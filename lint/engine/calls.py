@@ -108,7 +108,7 @@ class UserCalls:
                       args: list) -> Value:
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
-        if not self.worth_following(function.node):
+        if not self.worth_following(function.node) and not rebinds_outer_names(function):
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
@@ -126,7 +126,8 @@ class UserCalls:
         definition = method.node
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
-                definition.name.value != "forward" and not self.worth_following(definition)):
+                definition.name.value != "forward" and not self.worth_following(definition)
+                and not rebinds_outer_names(method)):
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
@@ -194,10 +195,12 @@ class UserCalls:
         for recording in self.recordings:
             recording.tried.add(definition)
             recording.deepest = max(recording.deepest, len(self.active))
+        module = function.module if function.module is not interpreter.scope else None
+        same_module = module is self.current_module
         if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
                 or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
+            forget_rebound(st, function.scope, same_module)
             return None, None
-        caller_module = self.current_module
         globals_ = self.globals_of(st, function)
         closure = self._closure(st, function)
         self.caller_grads.setdefault(id(definition), set()).add(st.grad)
@@ -206,7 +209,6 @@ class UserCalls:
         outer_context = interpreter.allocation_context
         interpreter.allocation_context = outer_context + (id(site),)
         key = self._context(st, function, bindings, grad_mode, globals_, closure)
-        module = function.module if function.module is not interpreter.scope else None
         if module is not None:
             if module in self.entered:
                 self.entered.remove(module)
@@ -228,7 +230,7 @@ class UserCalls:
         if summary.result is None:
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
-        take_rebinds(st, function.scope, summary.rebinds, same_module=module is caller_module)
+        take_rebinds(st, function.scope, summary.rebinds, same_module)
         return summary.result, State(dict(summary.env), st.heap, st.grad,
                                      gradients=st.gradients)
 
@@ -380,6 +382,21 @@ def take_rebinds(st: State, scope: Optional[FunctionScope], rebinds: tuple,
     for path, value in rebinds:
         if shared[path.partition(".")[0]]:
             st.env[path] = value
+
+
+def rebinds_outer_names(function: FunctionVal) -> bool:
+    """Whether the function declares names ``global`` or ``nonlocal``: a call of it is
+    followed, so that what it rebinds is known after it."""
+    scope = function.scope
+    return scope is not None and bool(scope.declared_global or scope.declared_nonlocal)
+
+
+def forget_rebound(st: State, scope: Optional[FunctionScope], same_module: bool) -> None:
+    """After a call not followed: what the callee may have rebound is unknown."""
+    if scope is not None and (scope.declared_global or scope.declared_nonlocal):
+        take_rebinds(st, scope, tuple((name, UNKNOWN) for name in
+                                      scope.declared_global | scope.declared_nonlocal),
+                     same_module)
 
 
 def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) -> dict:
