@@ -26,8 +26,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import _is_expression
-from gradguard.walk import child_nodes, walk
+from gradguard.walk import child_nodes, is_expression, walk
 
 # ``type(node) in``: libcst's node classes are final, and ``isinstance`` against them
 # (abstract base classes) runs Python code on every call
@@ -45,11 +44,12 @@ class FunctionScope:
     __slots__ = ("node", "parent", "local", "declared_global", "declared_nonlocal", "cells",
                  "closure", "_defs", "_last_binding", "_nested_nonlocal")
 
-    def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"]) -> None:
+    def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"],
+                 walrus: bool = True) -> None:
         self.node = node
         self.parent = parent
         found = _Bindings(nested_nonlocal=True)
-        found.collect(node)
+        found.collect(node, walrus)
         self.declared_global = frozenset(found.declared_global)
         self.declared_nonlocal = frozenset(found.declared_nonlocal)
         self.local = frozenset(found.bound) - self.declared_global - self.declared_nonlocal
@@ -94,9 +94,9 @@ class ClassScope:
     __slots__ = ("bound", "function", "outer")
 
     def __init__(self, node: cst.ClassDef, function: Optional[FunctionScope],
-                 outer: dict) -> None:
+                 outer: dict, walrus: bool = True) -> None:
         found = _Bindings()
-        found.collect(node)
+        found.collect(node, walrus)
         self.bound = frozenset(found.bound)
         self.function = function
         self.outer = outer
@@ -120,9 +120,11 @@ class _Bindings:
         self.defs: dict[int, tuple[int, bool]] = {}  # nested def -> (order, in a loop)
         self._order = 0
 
-    def collect(self, scope: cst.CSTNode) -> None:
-        if isinstance(scope, cst.FunctionDef):
-            for param in _parameters(scope.params):
+    def collect(self, scope: cst.CSTNode, walrus: bool) -> None:
+        """Walk ``scope``'s statements, and their expressions only when the file may
+        hold a walrus (``walrus``): every other binding is a statement's."""
+        if type(scope) is cst.FunctionDef:
+            for param in parameters(scope.params):
                 self._bind(param.name.value)
         stack: list[tuple[cst.CSTNode, bool]] = [(scope.body, False)]
         while stack:
@@ -135,8 +137,14 @@ class _Bindings:
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(self, node)
+            if walrus:
+                children = list(child_nodes(node))
+            elif kind in _SIMPLE_STATEMENTS:
+                continue  # its handler saw all it binds
+            else:
+                children = _statements_in(node, kind)
             inside = in_loop or kind in _LOOPS
-            stack.extend((child, inside) for child in reversed(list(child_nodes(node))))
+            stack.extend([(child, inside) for child in reversed(children)])
 
     def _nested(self, node: cst.CSTNode, in_loop: bool) -> None:
         if type(node) is cst.Lambda:
@@ -145,7 +153,7 @@ class _Bindings:
         self.defs[id(node)] = (self._order, in_loop)
         if not self._scan_nested:
             return
-        for inner in walk(node.body, prune=_is_expression):
+        for inner in walk(node.body, prune=is_expression):
             if isinstance(inner, cst.Nonlocal):
                 self.nested_nonlocal.update(item.name.value for item in inner.names)
 
@@ -165,7 +173,8 @@ class _Bindings:
             self.bind_target(target.value)
 
 
-def _parameters(params: cst.Parameters):
+def parameters(params: cst.Parameters):
+    """Every parameter of a signature, in order."""
     yield from params.posonly_params
     yield from params.params
     yield from params.kwonly_params
@@ -175,13 +184,37 @@ def _parameters(params: cst.Parameters):
         yield params.star_kwarg
 
 
-def _import_alias(found: _Bindings, node: cst.ImportAlias) -> None:
-    if node.asname is None:  # ``import a.b`` binds ``a``; ``as`` names are AsName nodes
-        name = node.name
-        while isinstance(name, cst.Attribute):
+def _bind_targets(found: _Bindings, node) -> None:
+    for target in node.targets:
+        found.bind_target(target.target)
+
+
+def _bind_as_names(items: str):
+    """``with a as b``, ``except E as e``: the ``as`` names of the node's ``items``."""
+    def handler(found: _Bindings, node) -> None:
+        for item in getattr(node, items):
+            if item.asname is not None:
+                found.bind_target(item.asname.name)
+    return handler
+
+
+def _bind_handler_name(found: _Bindings, node) -> None:
+    if node.name is not None:
+        found.bind_target(node.name.name)
+
+
+def _bind_imports(found: _Bindings, node) -> None:
+    """``import a.b`` binds ``a``; ``import a.b as c`` and ``from a import b as c``, ``c``."""
+    if isinstance(node.names, cst.ImportStar):
+        return
+    for alias in node.names:
+        if alias.asname is not None:
+            found.bind_target(alias.asname.name)
+            continue
+        name = alias.name
+        while type(name) is cst.Attribute:
             name = name.value
-        if isinstance(name, cst.Name):
-            found._bind(name.value)
+        found.bind_target(name)
 
 
 def _declared(names: str):
@@ -190,27 +223,57 @@ def _declared(names: str):
     return handler
 
 
-def _match_capture(found: _Bindings, node) -> None:
-    name = node.rest if isinstance(node, cst.MatchMapping) else node.name
-    if isinstance(name, cst.Name):
-        found._bind(name.value)
+def _match_captures(found: _Bindings, node: cst.MatchCase) -> None:
+    for pattern in walk(node.pattern):
+        kind = type(pattern)
+        if kind in (cst.MatchAs, cst.MatchStar, cst.MatchMapping):
+            name = pattern.rest if kind is cst.MatchMapping else pattern.name
+            if name is not None:
+                found.bind_target(name)
+
+
+def _statements_in(node: cst.CSTNode, kind: type) -> list:
+    """The statements (and clauses: ``else``, ``except``, ``case``) right inside the
+    compound statement (or block) ``node``."""
+    fields = _BLOCK_FIELDS_OF.get(kind)
+    if fields is None:
+        fields = _BLOCK_FIELDS_OF[kind] = tuple(
+            field for field in _BLOCK_FIELDS if hasattr(node, field))
+    found = []
+    for field in fields:
+        part = getattr(node, field)
+        if type(part) in (list, tuple):
+            found.extend(part)
+        elif part is not None:
+            found.append(part)
+    return found
 
 
 _HANDLERS = {
-    cst.AssignTarget: lambda found, node: found.bind_target(node.target),
+    cst.Assign: _bind_targets,
     cst.AnnAssign: lambda found, node: found.bind_target(node.target),
     cst.AugAssign: lambda found, node: found.bind_target(node.target),
     cst.For: lambda found, node: found.bind_target(node.target),
-    cst.NamedExpr: lambda found, node: found.bind_target(node.target),
-    cst.AsName: lambda found, node: found.bind_target(node.name),  # with, except, import
-    cst.ImportAlias: _import_alias,
+    cst.With: _bind_as_names("items"),
+    cst.ExceptHandler: _bind_handler_name,
+    cst.ExceptStarHandler: _bind_handler_name,
+    cst.Import: _bind_imports,
+    cst.ImportFrom: _bind_imports,
     cst.Del: lambda found, node: found.bind_target(node.target),
     cst.Global: _declared("declared_global"),
     cst.Nonlocal: _declared("declared_nonlocal"),
-    cst.MatchAs: _match_capture,
-    cst.MatchStar: _match_capture,
-    cst.MatchMapping: _match_capture,
+    cst.MatchCase: _match_captures,
+    cst.NamedExpr: lambda found, node: found.bind_target(node.target),  # walked for: walrus
 }
+# Where statements hold statements: blocks, ``if``/loop ``else``, handlers, cases.
+_BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
+_BLOCK_FIELDS_OF: dict[type, tuple[str, ...]] = {}  # by node type: those it has
+# Simple statements: their handler (or none) sees every name they bind.
+_SIMPLE_STATEMENTS = frozenset({
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Import, cst.ImportFrom, cst.Del,
+    cst.Global, cst.Nonlocal, cst.Expr, cst.Return, cst.Raise, cst.Assert, cst.Pass,
+    cst.Break, cst.Continue,
+})
 
 
 def owner_of(scope, name: str):

@@ -11,7 +11,6 @@ from gradguard.engine.calls import module_bindings, self_attributes
 from gradguard.engine.common import (
     NEUTRAL_DECORATORS,
     _all_params,
-    _is_expression,
     _is_scope,
     _registered_names,
     dotted,
@@ -33,7 +32,7 @@ from gradguard.values import (
     Ref,
     TensorRef,
 )
-from gradguard.walk import walk
+from gradguard.walk import is_expression, walk
 
 
 class Definitions(Room):
@@ -63,7 +62,7 @@ class Definitions(Room):
         scope = self.engine.scopes.get(node)
         if scope is None:
             parent = around.function if around is not None else None
-            scope = self.engine.scopes[node] = FunctionScope(node, parent)
+            scope = self.engine.scopes[node] = FunctionScope(node, parent, self.engine.walrus)
         return scope
 
     def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
@@ -171,7 +170,7 @@ class Definitions(Room):
                 info.forward_arity = _returned_tuple_length(method)
         body_state = st.copy()
         body_state.scope = ClassScope(node, st.scope.function if st.scope is not None else None,
-                                      st.env)
+                                      st.env, self.engine.walrus)
         for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
             if isinstance(statement, cst.FunctionDef):
                 continue
@@ -236,7 +235,7 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
             for element in target.elements:
                 add(element.value)
 
-    for node in walk(method.body, prune=_is_expression):  # assignments are statements
+    for node in walk(method.body, prune=is_expression):  # assignments are statements
         if isinstance(node, cst.AssignTarget):
             add(node.target)
         elif isinstance(node, cst.AnnAssign):
