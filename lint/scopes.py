@@ -74,7 +74,7 @@ class FunctionScope:
         """The variables (this function's, or ones it sees from further out) whose value
         at the nested ``definition`` is the value its calls see."""
         place = self._defs.get(id(definition))
-        if place is None:  # a method of a class defined here: not followed so closely
+        if place is None:  # deeper in a class defined here: not followed so closely
             return frozenset()
         index, in_loop = place
         own = frozenset() if in_loop else frozenset(
@@ -151,6 +151,10 @@ class _Bindings:
             return
         self._bind(node.name.value)
         self.defs[id(node)] = (self._order, in_loop)
+        if type(node) is cst.ClassDef and type(node.body) is cst.IndentedBlock:
+            for method in node.body.body:  # its methods are defined where it is
+                if type(method) is cst.FunctionDef:
+                    self.defs[id(method)] = (self._order, in_loop)
         if not self._scan_nested:
             return
         for inner in walk(node.body, prune=is_expression):

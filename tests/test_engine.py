@@ -204,6 +204,15 @@ CASES = {
                     w.add_(1)
             return C
         """, set()),
+    "a method of a class in a function reads the function's settled variable": ("""
+        import torch
+        def build():
+            w = torch.ones(2, requires_grad=True)
+            class C:
+                def step(self):
+                    w.add_(1)
+            return C
+        """, {(6, "GG101")}),
     "a class body's comprehension sees its names only in the first iterable": ("""
         import torch
         w = torch.zeros(2)

@@ -1,9 +1,11 @@
 """Calls into the file's own code: functions, methods, and the ``forward`` of its modules.
 
 A followed call runs the callee's body on the caller's state: the parameters are bound to
-the arguments, the names it reads are the module's globals (never the caller's locals),
-and grad mode is the caller's unless a decorator fixes it. What the body writes, saves,
-frees or steps flows back to the caller; the result is the join of its ``return``s.
+the arguments, the names it reads are the module's globals (never the caller's locals,
+save the enclosing function's variables of a nested function it calls), and grad mode
+is the caller's unless a decorator fixes it. What the body writes, saves, frees or steps
+flows back to the caller, and so does what it rebound of the names they share
+(``global``, ``nonlocal``); the result is the join of its ``return``s.
 
 Calling an instance of a file-defined ``nn.Module`` runs its ``forward`` this way, with
 ``self`` bound to the instance, so what ``forward`` writes in its argument or saves of its
