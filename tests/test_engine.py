@@ -137,6 +137,18 @@ CASES = {
             bump()
         main()
         """, set()),
+    "a global a call not followed may rebind is unknown after it": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def release(n):
+            global w
+            if n:
+                release(n - 1)
+            else:
+                w = w.detach()
+        release(1)
+        w.add_(1)
+        """, set()),
     "nonlocal writes the enclosing function's leaf": ("""
         import torch
         def outer():
