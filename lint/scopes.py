@@ -37,16 +37,16 @@ _LOOPS = frozenset({cst.For, cst.While})
 class FunctionScope:
     """The names of one function: ``local`` (its parameters and every name its body
     binds, less those declared ``global``/``nonlocal``), ``declared_global``,
-    ``declared_nonlocal``; ``cells``: every name that resolves to a function's variable (its own
-    or an enclosing function's), which is unknown while unbound, never the module's;
-    ``closure``: the enclosing variables whose value at the ``def`` a call still sees."""
+    ``declared_nonlocal``; ``cells``: every name that resolves to a function's variable
+    (its own or an enclosing function's), which is unknown while unbound, never the
+    module's; ``closure``: the enclosing variables whose value at the ``def`` a call
+    still sees. ``walrus``: whether the file may bind names in expressions (``:=``)."""
 
-    __slots__ = ("node", "parent", "local", "declared_global", "declared_nonlocal", "cells",
+    __slots__ = ("parent", "local", "declared_global", "declared_nonlocal", "cells",
                  "closure", "_defs", "_last_binding", "_nested_nonlocal")
 
     def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"],
                  walrus: bool = True) -> None:
-        self.node = node
         self.parent = parent
         found = _Bindings(nested_nonlocal=True)
         found.collect(node, walrus)
@@ -80,9 +80,6 @@ class FunctionScope:
         own = frozenset() if in_loop else frozenset(
             name for name in self.local if self._last_binding.get(name, -1) < index)
         return (own | (self.closure - self.declared_nonlocal)) - self._nested_nonlocal
-
-    def is_local(self, root: str) -> bool:
-        return root in self.local
 
 
 class ClassScope:
