@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Optional
 
 from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
-from gradguard.values import Value, join_values
+from gradguard.values import UNKNOWN, Value, join_values
 
 
 COMPACT_AFTER = 32  # changes a heap keeps apart before a copy folds them into a snapshot
@@ -181,17 +181,20 @@ class State:
     inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``. ``gradients``: whether
     a backward may have given leaves a ``.grad`` (an optimizer steps only those that have
     one): no at the start of a module, unknown at the start of a function analysed alone.
+    ``scope`` is the code the state runs in (``gradguard.scopes``): None for the module
+    body, else the function's ``FunctionScope`` or the class body's ``ClassScope``.
     """
 
     __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained",
-                 "alias_writes", "stale", "globals", "gradients")
+                 "alias_writes", "stale", "globals", "gradients", "scope")
 
     def __init__(self, env: dict, heap: Heap, grad: Tri, saves: SaveSet = EMPTY_SAVES,
                  mutations: frozenset = frozenset(), allow_mutation: bool = False,
                  retained: frozenset = frozenset(), alias_writes: frozenset = frozenset(),
                  stale: frozenset = frozenset(), globals_: Optional[dict] = None,
-                 gradients: Tri = Tri.MAYBE) -> None:
+                 gradients: Tri = Tri.MAYBE, scope=None) -> None:
         self.env: dict[str, Value] = env
+        self.scope = scope
         self.gradients = gradients
         # A function's globals: the module's bindings, shared and never copied or joined
         # (a state's copies and joins cost what its locals cost). Empty at module level,
@@ -214,17 +217,22 @@ class State:
     def copy(self) -> "State":
         return State(dict(self.env), self.heap.copy(), self.grad, self.saves, self.mutations,
                      self.allow_mutation, self.retained, self.alias_writes, self.stale,
-                     self.globals, self.gradients)
+                     self.globals, self.gradients, self.scope)
 
     def lookup(self, path: str) -> Optional[Value]:
         """A name or attribute path: a local binding, else a global one unless the path's
-        root name is bound locally (a local ``model`` hides the global ``model.fc``)."""
+        root name is bound locally (a local ``model`` hides the global ``model.fc``).
+        A function's variable that is not bound here (a local read before its
+        assignment, an enclosing function's variable whose value is not known) is
+        unknown: Python never reads the module's name of that spelling instead."""
         value = self.env.get(path)
-        if value is not None or not self.globals:
+        if value is not None or (self.scope is None and not self.globals):
             return value
         root = path.partition(".")[0]
-        if root != path and root in self.env:
+        if root in self.env:
             return None
+        if self.scope is not None and root in self.scope.cells:
+            return UNKNOWN
         return self.globals.get(path)
 
     def __eq__(self, other: object) -> bool:
@@ -270,7 +278,7 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
     return State(env, heap, a.grad.join(b.grad), a.saves | b.saves, a.mutations | b.mutations,
                  a.allow_mutation and b.allow_mutation, a.retained | b.retained,
                  a.alias_writes | b.alias_writes, a.stale | b.stale, a.globals,
-                 a.gradients.join(b.gradients))
+                 a.gradients.join(b.gradients), a.scope)
 
 
 def join_all(states) -> Optional[State]:

@@ -279,6 +279,8 @@ class FunctionVal(Value):
     node: object
     grad_mode: Optional[Tri] = None
     module: object = None  # the ModuleScope it was defined in
+    # its names (``gradguard.scopes.FunctionScope``), one per ``def``: not compared
+    scope: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

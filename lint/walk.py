@@ -67,3 +67,13 @@ def walk(root: cst.CSTNode,
         if node is not root and prune is not None and prune(node):
             continue
         stack.extend(reversed(list(child_nodes(node))))
+
+
+def is_expression(node: cst.CSTNode) -> bool:
+    known = _EXPRESSION_TYPES.get(type(node))
+    if known is None:
+        known = _EXPRESSION_TYPES[type(node)] = issubclass(type(node), cst.BaseExpression)
+    return known
+
+
+_EXPRESSION_TYPES: dict[type, bool] = {}  # by type: isinstance on libcst classes is slow

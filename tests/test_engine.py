@@ -77,6 +77,175 @@ CASES = {
         w = ones(2, requires_grad=True)
         w.add_(1)
         """, set()),
+    # --- scopes: Python's rules, decided before a body runs ----------------------------
+    "a name assigned in a function is its local: read first, it is not the module's": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def step():
+            w -= 0.1 * w.grad
+        (w * 2).sum().backward()
+        step()
+        """, set()),
+    "global makes the function write the module's leaf": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def step():
+            global w
+            w -= 0.1 * w.grad
+        (w * 2).sum().backward()
+        step()
+        """, {(5, "GG101")}),
+    "a local bound on one path only is not the module's after the join": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def f(flag):
+            if flag:
+                w = torch.zeros(2)
+            w.add_(1)
+        """, set()),
+    "a deleted local is not the module's": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def f():
+            w = torch.zeros(2)
+            del w
+            w.add_(1)
+        """, set()),
+    "a global rebound in a followed call is the module's binding after it": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        v = torch.zeros(2)
+        def swap():
+            global w, v
+            w, v = torch.zeros(2), torch.ones(2, requires_grad=True)
+        swap()
+        w.add_(1)
+        v.add_(1)
+        """, {(9, "GG101")}),
+    "a global rebound by one call is what the caller's next call reads": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def reset():
+            global w
+            w = torch.zeros(2)
+        def bump():
+            w.add_(1)
+        def main():
+            reset()
+            bump()
+        with torch.no_grad():
+            bump()
+        main()
+        """, set()),
+    "a global a call not followed may rebind is unknown after it": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def release(n):
+            global w
+            if n:
+                release(n - 1)
+            else:
+                w = w.detach()
+        release(1)
+        w.add_(1)
+        """, set()),
+    "nonlocal writes the enclosing function's leaf": ("""
+        import torch
+        def outer():
+            w = torch.ones(2, requires_grad=True)
+            def step():
+                nonlocal w
+                w -= 0.1
+            step()
+        outer()
+        """, {(6, "GG101")}),
+    "a nonlocal rebinding flows back to the enclosing function": ("""
+        import torch
+        def outer():
+            w = torch.ones(2, requires_grad=True)
+            def release():
+                nonlocal w
+                w = w.detach().clone()
+            release()
+            w.add_(1)
+        outer()
+        """, set()),
+    "a closure reads the enclosing variable as the call sees it": ("""
+        import torch
+        def outer():
+            w = torch.ones(2, requires_grad=True)
+            def bump():
+                w.add_(1)
+            w = w * 2
+            bump()
+        """, set()),
+    "a closure whose variable nothing rebinds after the def reads it": ("""
+        import torch
+        def outer():
+            w = torch.ones(2, requires_grad=True)
+            def bump():
+                w.add_(1)
+            return bump
+        """, {(5, "GG101")}),
+    "a nested function called from elsewhere does not read the module's name": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def outer():
+            w = torch.zeros(2)
+            def bump():
+                w.add_(1)
+            return bump
+        outer()()
+        """, set()),
+    "a method reads the module's name, not the class attribute": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        class Opt:
+            w = torch.zeros(2)
+            def step(self):
+                w.add_(1)
+        Opt().step()
+        """, {(6, "GG101")}),
+    "a method of a class in a function does not see the class body": ("""
+        import torch
+        def build():
+            w = torch.zeros(2)
+            class C:
+                w = torch.ones(2, requires_grad=True)
+                def step(self):
+                    w.add_(1)
+            return C
+        """, set()),
+    "a method of a class in a function reads the function's settled variable": ("""
+        import torch
+        def build():
+            w = torch.ones(2, requires_grad=True)
+            class C:
+                def step(self):
+                    w.add_(1)
+            return C
+        """, {(6, "GG101")}),
+    "a class body's comprehension sees its names only in the first iterable": ("""
+        import torch
+        w = torch.zeros(2)
+        class C:
+            w = torch.ones(2, requires_grad=True)
+            bumped = [w.add_(1) for _ in range(2)]
+            firsts = [v.add_(1) for v in [w]]
+        """, {(6, "GG101")}),
+    "a comprehension's target shadows the outer name only inside it": ("""
+        import torch
+        x = torch.zeros(2)
+        ys = [x.add_(1) for x in [torch.ones(2, requires_grad=True)]]
+        x.add_(1)
+        """, {(3, "GG101")}),
+    "a walrus in a comprehension binds in the function around it": ("""
+        import torch
+        w = torch.zeros(2)
+        def f():
+            made = [(w := torch.ones(2, requires_grad=True)) for _ in range(2)]
+            w.add_(1)
+        """, {(5, "GG101")}),
     # --- grad mode -------------------------------------------------------------------
     "no_grad block": ("""
         import torch

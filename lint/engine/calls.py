@@ -1,9 +1,11 @@
 """Calls into the file's own code: functions, methods, and the ``forward`` of its modules.
 
 A followed call runs the callee's body on the caller's state: the parameters are bound to
-the arguments, the names it reads are the module's globals (never the caller's locals),
-and grad mode is the caller's unless a decorator fixes it. What the body writes, saves,
-frees or steps flows back to the caller; the result is the join of its ``return``s.
+the arguments, the names it reads are the module's globals (never the caller's locals,
+save the enclosing function's variables of a nested function it calls), and grad mode
+is the caller's unless a decorator fixes it. What the body writes, saves, frees or steps
+flows back to the caller, and so does what it rebound of the names they share
+(``global``, ``nonlocal``); the result is the join of its ``return``s.
 
 Calling an instance of a file-defined ``nn.Module`` runs its ``forward`` this way, with
 ``self`` bound to the instance, so what ``forward`` writes in its argument or saves of its
@@ -38,6 +40,13 @@ from gradguard.engine.summaries import (
 )
 from gradguard.facts import Tri
 from gradguard.relevance import cst_events, may_matter
+from gradguard.scopes import (
+    ClassScope,
+    FunctionScope,
+    closure_bindings,
+    module_overlays,
+    owner_of,
+)
 from gradguard.state import Heap, State, join_all
 from gradguard.values import (
     CONTAINER,
@@ -102,7 +111,7 @@ class UserCalls:
                       args: list) -> Value:
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
-        if not self.worth_following(function.node):
+        if not self.worth_following(function.node) and not rebinds_outer_names(function):
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
@@ -120,7 +129,8 @@ class UserCalls:
         definition = method.node
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
-                definition.name.value != "forward" and not self.worth_following(definition)):
+                definition.name.value != "forward" and not self.worth_following(definition)
+                and not rebinds_outer_names(method)):
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
@@ -189,17 +199,20 @@ class UserCalls:
         for recording in self.recordings:
             recording.tried.add(definition)
             recording.deepest = max(recording.deepest, len(self.active))
+        module = function.module if function.module is not interpreter.scope else None
+        same_module = module is self.current_module
         if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
                 or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
+            forget_rebound(st, function.scope, same_module)
             return None, None
         globals_ = self.globals_of(st, function)
+        closure = self._closure(st, function)
         self.caller_grads.setdefault(id(definition), set()).add(st.grad)
         # each call site its own tensors: two calls' outputs are two tensors (a loop's
         # passes through one site are told apart by retiring the site's old tensor)
         outer_context = interpreter.allocation_context
         interpreter.allocation_context = outer_context + (id(site),)
-        key = self._context(st, function, bindings, grad_mode, globals_)
-        module = function.module if function.module is not interpreter.scope else None
+        key = self._context(st, function, bindings, grad_mode, globals_, closure)
         if module is not None:
             if module in self.entered:
                 self.entered.remove(module)
@@ -215,7 +228,7 @@ class UserCalls:
                     interpreter.dispatch(kind, event)
             else:
                 summary = self._summarise(st, function, bindings, grad_mode, globals_, key,
-                                          site)
+                                          site, closure)
         finally:
             self.modules.pop()
             self.sites.pop()
@@ -223,36 +236,49 @@ class UserCalls:
         if summary.result is None:
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
+        take_rebinds(st, function.scope, summary.rebinds, same_module)
         return summary.result, State(dict(summary.env), st.heap, st.grad,
                                      gradients=st.gradients)
 
+    def _closure(self, st: State, function: FunctionVal) -> dict:
+        """The enclosing function's variables a nested function sees when that function
+        calls it: their values now (a call from elsewhere leaves them unknown)."""
+        scope = function.scope
+        if scope is None or scope.parent is None or st.scope is not scope.parent:
+            return {}
+        return closure_bindings(st.env, scope.enclosed)
+
     def _context(self, st: State, function: FunctionVal, bindings: dict,
-                 grad_mode: Optional[Tri], globals_: dict) -> Optional[tuple]:
+                 grad_mode: Optional[Tri], globals_: dict, closure: dict) -> Optional[tuple]:
         """What a run of ``function`` depends on besides the heap facts it reads; None
         when its runs are not to be stored."""
         interpreter = self.interpreter
         if globals_ is self.module_env and function.module in (None, interpreter.scope) \
                 and self.scope_globals is None:
             return None  # the module body is still binding the globals the callee reads
+        if globals_ is not self.globals_of(st, function, overlaid=False):
+            return None  # the module's bindings as a function rebound them, made for the call
         if interpreter.custom_functions.running:
             return None
         constructing = interpreter.constructing[-1] if interpreter.constructing else None
         key = (function.node, st.grad, grad_mode, interpreter.allocation_context,
                constructing, st.allow_mutation, st.saves, st.mutations,
                st.retained, st.alias_writes, st.stale, st.gradients, id(globals_),
-               tuple(sorted(bindings.items(), key=lambda item: item[0])))
+               tuple(sorted(bindings.items(), key=lambda item: item[0])),
+               tuple(sorted(closure.items(), key=lambda item: item[0])))
         return key if hashable(key) else None
 
     def _summarise(self, st: State, function: FunctionVal, bindings: dict,
                    grad_mode: Optional[Tri], globals_: dict, key: Optional[tuple],
-                   site: cst.CSTNode) -> Summary:
+                   site: cst.CSTNode, closure: dict) -> Summary:
         """Run the callee's body on a view of ``st`` and return what it did."""
         interpreter = self.interpreter
         definition = function.node
         reads = HeapReads(st.heap)
-        inner = State({}, Heap(layers=(reads,)), grad_mode if grad_mode is not None else st.grad,
+        inner = State(dict(closure), Heap(layers=(reads,)),
+                      grad_mode if grad_mode is not None else st.grad,
                       st.saves, st.mutations, st.allow_mutation, st.retained,
-                      st.alias_writes, st.stale, globals_, st.gradients)
+                      st.alias_writes, st.stale, globals_, st.gradients, function.scope)
         for param in _all_params(definition.params):  # what the call did not pass
             name = param.name.value
             if name not in bindings:
@@ -295,23 +321,88 @@ class UserCalls:
             result=result, writes=writes, layers=layers, saves=out.saves,
             mutations=out.mutations, retained=out.retained, gradients=out.gradients,
             alias_writes=out.alias_writes,
-            stale=out.stale, env=tuple(out.env.items()), events=tuple(recording.events))
+            stale=out.stale, env=tuple(out.env.items()), events=tuple(recording.events),
+            rebinds=rebinds_of(out.env, function.scope, closure))
         if key is not None and not reads.whole and interpreter.steps_left > 0:
             self.summaries.store(key, summary)
         return summary
 
-    def globals_of(self, st: State, function: FunctionVal) -> dict:
+    def globals_of(self, st: State, function: FunctionVal, overlaid: bool = True) -> dict:
         """The module bindings ``function``'s body reads: its own module's when it was
         imported; else this module's (the final ones while function bodies are analysed,
-        the module body's as they stand while it runs)."""
+        the module body's as they stand while it runs), with what the calling function
+        rebound of them (``overlaid``)."""
         module = function.module
         if module is not None and module is not self.interpreter.scope:
             return module.env
         if self.scope_globals is not None:
-            return self.scope_globals
-        if not self.active:
-            self.module_env = st.env  # a call from the module body: its bindings now
-        return self.module_env
+            found = self.scope_globals
+        else:
+            if not self.active:  # a call from the module body: its bindings now
+                self.module_env = module_bindings(st)
+            found = self.module_env
+        rebound = module_overlays(st.env, st.scope) if overlaid else ()
+        if not rebound:
+            return found
+        merged = {path: value for path, value in found.items()
+                  if path.partition(".")[0] not in rebound}
+        merged.update((path, value) for path, value in st.env.items()
+                      if path.partition(".")[0] in rebound)
+        return merged
+
+
+def module_bindings(st: State) -> dict:
+    """The module's bindings as code running on ``st`` in the module body sees them."""
+    if st.scope is None:
+        return st.env
+    if isinstance(st.scope, ClassScope) and st.scope.function is None:
+        return st.scope.outer  # a class body's own names are not the module's
+    return st.globals
+
+
+def rebinds_of(env: dict, scope: Optional[FunctionScope], closure: dict) -> tuple:
+    """What a followed call left bound to names that are not its own (``global`` or
+    ``nonlocal`` ones, a module's list it appended to): (path, value) pairs, each name
+    with its attribute paths."""
+    if scope is None:
+        return ()
+    rebound = {path for path, value in env.items() if "." not in path
+               and path not in scope.local and closure.get(path) is not value}
+    return tuple((path, value) for path, value in env.items()
+                 if path.partition(".")[0] in rebound)
+
+
+def take_rebinds(st: State, scope: Optional[FunctionScope], rebinds: tuple,
+                 same_module: bool) -> None:
+    """Bind in the caller's ``st`` what a call rebound of the names they share: the
+    module's (when both run in the same module) or one enclosing function's."""
+    shared: dict[str, bool] = {}
+    for path, _ in rebinds:
+        name = path.partition(".")[0]
+        if name not in shared:
+            owner = owner_of(scope, name)
+            shared[name] = (owner is not None or same_module) \
+                and owner is owner_of(st.scope, name)
+            if shared[name]:
+                st.forget(name)
+    for path, value in rebinds:
+        if shared[path.partition(".")[0]]:
+            st.env[path] = value
+
+
+def rebinds_outer_names(function: FunctionVal) -> bool:
+    """Whether the function declares names ``global`` or ``nonlocal``: a call of it is
+    followed, so that what it rebinds is known after it."""
+    scope = function.scope
+    return scope is not None and bool(scope.declared_global or scope.declared_nonlocal)
+
+
+def forget_rebound(st: State, scope: Optional[FunctionScope], same_module: bool) -> None:
+    """After a call not followed: what the callee may have rebound is unknown."""
+    if scope is not None and (scope.declared_global or scope.declared_nonlocal):
+        take_rebinds(st, scope, tuple((name, UNKNOWN) for name in
+                                      scope.declared_global | scope.declared_nonlocal),
+                     same_module)
 
 
 def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) -> dict:

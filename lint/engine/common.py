@@ -8,6 +8,7 @@ import libcst as cst
 
 from gradguard.engine.containers import REGISTRARS
 from gradguard.facts import TensorFacts, Tri
+from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 from gradguard.state import State
 from gradguard.values import (
     Const,
@@ -61,16 +62,6 @@ def _literal(node) -> object:
         return None
 
 
-def _all_params(params: cst.Parameters):
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    if params.star_kwarg is not None:
-        yield params.star_kwarg
-
-
 class _Loop:
     __slots__ = ("breaks", "continues")
 
@@ -91,16 +82,6 @@ def _registered_names(call: cst.BaseExpression, owner: str) -> set:
             and isinstance(call.args[0].value, cst.SimpleString):
         return {call.args[0].value.evaluated_value}
     return set()
-
-
-def _is_expression(node: cst.CSTNode) -> bool:
-    known = _EXPRESSION_TYPES.get(type(node))
-    if known is None:
-        known = _EXPRESSION_TYPES[type(node)] = issubclass(type(node), cst.BaseExpression)
-    return known
-
-
-_EXPRESSION_TYPES: dict[type, bool] = {}  # by type: isinstance on libcst classes is slow
 
 
 def _is_scope(node: cst.CSTNode) -> bool:

@@ -11,6 +11,7 @@ from gradguard.engine.common import MAX_UNROLLED_LAYERS, _Loop, dotted
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
+from gradguard.scopes import ClassScope
 from gradguard.state import State, join, join_all
 from gradguard.values import (
     UNKNOWN,
@@ -22,6 +23,7 @@ from gradguard.values import (
     Seq,
     TensorRef,
     Value,
+    join_values,
 )
 from gradguard.walk import walk
 
@@ -213,27 +215,64 @@ class ControlFlow(Room):
             ends.append(self.engine.suite(case.body, case_state))
         return join_all([st, *ends])
 
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._comprehensions: list[tuple[State, State]] = []  # running: (its state, around)
+
     def comprehension(self, node: cst.BaseComp, st: State) -> Value:
-        """Evaluate a comprehension; return what its element evaluates to."""
-        inner = st.copy()  # comprehension names do not leak
+        """Evaluate a comprehension; return what its element evaluates to. Its first
+        iterable is evaluated in the code around it; the rest in a scope of its own,
+        whose names do not leak, and which does not see a class body's names."""
         clause = node.for_in
-        while clause is not None:
-            iterable = self.expressions.evaluate(clause.iter, inner)
-            element = self.expressions.element_of(inner, iterable, clause.iter)
-            self.statements.bind_target(clause.target, element, inner, clause)
-            for condition in clause.ifs:
-                self.expressions.evaluate(condition.test, inner)
-            clause = clause.inner_for_in
-        if isinstance(node, cst.DictComp):
-            self.expressions.evaluate(node.key, inner)
-            element = self.expressions.evaluate(node.value, inner)
-        else:
-            element = self.expressions.evaluate(node.elt, inner)
+        iterable = self.expressions.evaluate(clause.iter, st)
+        inner = _comprehension_state(st)
+        self._comprehensions.append((inner, st))
+        try:
+            while True:
+                element = self.expressions.element_of(inner, iterable, clause.iter)
+                self.statements.bind_target(clause.target, element, inner, clause)
+                for condition in clause.ifs:
+                    self.expressions.evaluate(condition.test, inner)
+                clause = clause.inner_for_in
+                if clause is None:
+                    break
+                iterable = self.expressions.evaluate(clause.iter, inner)
+            if isinstance(node, cst.DictComp):
+                self.expressions.evaluate(node.key, inner)
+                element = self.expressions.evaluate(node.value, inner)
+            else:
+                element = self.expressions.evaluate(node.elt, inner)
+        finally:
+            self._comprehensions.pop()
         st.heap.update(inner.heap)  # objects the comprehension changed stay changed
         return element
 
+    def bind_around_comprehensions(self, name: str, value: Value, st: State) -> None:
+        """A walrus in a comprehension (``[y := f(x) for x in xs]``) binds in the code
+        around it, to the value of one of the iterations (or the old one: none ran)."""
+        for inner, around in reversed(self._comprehensions):
+            if inner is not st:
+                return
+            old = around.env.get(name)
+            around.bind(name, value if old is None else join_values(old, value))
+            st = around
+
 
 MAX_LOOP_PASSES = 4
+
+
+def _comprehension_state(st: State) -> State:
+    """The state a comprehension's own scope starts from: the code around it, less a
+    class body's names (they resolve as they do outside the class)."""
+    inner = st.copy()
+    scope = st.scope
+    if isinstance(scope, ClassScope):
+        for name in scope.bound:
+            inner.forget(name)
+        inner.env.update((path, value) for path, value in scope.outer.items()
+                         if path.partition(".")[0] in scope.bound)
+        inner.scope = scope.function
+    return inner
 
 
 def _known_layers(iterable: Value) -> Optional[tuple]:

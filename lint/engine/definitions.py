@@ -7,11 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.calls import self_attributes
+from gradguard.engine.calls import module_bindings, self_attributes
 from gradguard.engine.common import (
     NEUTRAL_DECORATORS,
     _all_params,
-    _is_expression,
     _is_scope,
     _registered_names,
     dotted,
@@ -20,6 +19,7 @@ from gradguard.engine.functions import FUNCTION_BASES
 from gradguard.engine.room import Room
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import TORCH
+from gradguard.scopes import ClassScope, FunctionScope, closure_bindings
 from gradguard.state import Heap, State
 from gradguard.values import (
     UNKNOWN,
@@ -32,7 +32,7 @@ from gradguard.values import (
     Ref,
     TensorRef,
 )
-from gradguard.walk import walk
+from gradguard.walk import is_expression, walk
 
 
 class Definitions(Room):
@@ -40,16 +40,30 @@ class Definitions(Room):
     their ``__init__``."""
 
     def function_def(self, node: cst.FunctionDef, st: State,
-                      self_value: Optional[Instance] = None) -> State:
+                      self_value: Optional[Instance] = None,
+                      enclosing: Optional[State] = None) -> State:
+        """``def``: bind the function (``enclosing``: the state of the code around a
+        class body, whose variables a method sees instead of the class body's)."""
         grad_mode = self._decorator_grad_mode(node, st)
-        value = FunctionVal(node, grad_mode, self.engine.scope)
+        enclosing = enclosing if enclosing is not None else st
+        value = FunctionVal(node, grad_mode, self.engine.scope,
+                            self.scope_of(node, enclosing.scope))
         st.bind(node.name.value, value)
         if id(node) not in self.engine.queued:  # a def run again (a loop, a followed call) is
             self.engine.queued.add(id(node))    # analysed on its own once
-            closure = st.copy() if self.engine.in_function else None
+            closure = enclosing.copy() if self.engine.in_function else None
             self.engine.pending.append((node, closure, self_value,
                                  grad_mode))
         return st
+
+    def scope_of(self, node: cst.FunctionDef, around) -> FunctionScope:
+        """The names of the function ``node`` defined in code whose scope is ``around``
+        (None: the module body), computed once per ``def``."""
+        scope = self.engine.scopes.get(node)
+        if scope is None:
+            parent = around.function if around is not None else None
+            scope = self.engine.scopes[node] = FunctionScope(node, parent, self.engine.walrus)
+        return scope
 
     def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
         """Grad mode at the start of the body: ON unless a decorator says otherwise."""
@@ -73,12 +87,14 @@ class Definitions(Room):
 
     def function_body(self, node: cst.FunctionDef, closure: Optional[State], globals_: dict,
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
-        env = dict(closure.env) if closure is not None else {}
+        scope = self.scope_of(node, closure.scope if closure is not None else None)
+        env = closure_bindings(closure.env, scope.closure) if closure is not None else {}
         grad = grad_mode if grad_mode is not None else self.engine.calls.entry_grad(node)
         heap = closure.heap.child() if closure is not None \
             else Heap(layers=(self.engine.module_heap,))
         st = State(env, heap, grad,
-                   globals_=closure.globals or globals_ if closure is not None else globals_)
+                   globals_=closure.globals or globals_ if closure is not None else globals_,
+                   scope=scope)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -153,13 +169,16 @@ class Definitions(Room):
             if method.name.value == "forward":
                 info.forward_arity = _returned_tuple_length(method)
         body_state = st.copy()
+        body_state.scope = ClassScope(node, st.scope.function if st.scope is not None else None,
+                                      st.env, self.engine.walrus)
         for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
             if isinstance(statement, cst.FunctionDef):
                 continue
             body_state = self.engine.block([statement], body_state) or body_state
         for method in methods:
             info.methods[method.name.value] = FunctionVal(
-                method, self._decorator_grad_mode(method, body_state), self.engine.scope)
+                method, self._decorator_grad_mode(method, body_state), self.engine.scope,
+                self.scope_of(method, st.scope))
         for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)
@@ -174,14 +193,15 @@ class Definitions(Room):
                     info.attrs.update(self_attributes(method, end, info.unstable))
                     info.heap.update(end.heap.changes_since(init_heap))
                 info.container = self.engine.containers.get(self_value.obj, info.container)
-            else:
-                self.function_def(method, body_state, self_value)
+            else:  # a method sees the code around the class, not the class body
+                self.function_def(method, body_state, self_value, enclosing=st)
         return ClassVal(info)
 
     def _init_state(self, method: cst.FunctionDef, st: State, self_value: Instance) -> State:
         grad = self._decorator_grad_mode(method, st) or Tri.YES
-        init = State(dict(st.env), st.heap.child(), grad, globals_=st.globals,
-                     gradients=st.gradients)
+        scope = self.scope_of(method, st.scope)
+        init = State(closure_bindings(st.env, scope.closure), st.heap.child(), grad,
+                     globals_=module_bindings(st), gradients=st.gradients, scope=scope)
         for param in _all_params(method.params):
             init.bind(param.name.value, UNKNOWN)
         params = list(method.params.params)
@@ -215,7 +235,7 @@ def _assigned_self_attrs(method: cst.FunctionDef) -> set:
             for element in target.elements:
                 add(element.value)
 
-    for node in walk(method.body, prune=_is_expression):  # assignments are statements
+    for node in walk(method.body, prune=is_expression):  # assignments are statements
         if isinstance(node, cst.AssignTarget):
             add(node.target)
         elif isinstance(node, cst.AnnAssign):

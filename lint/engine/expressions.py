@@ -219,6 +219,8 @@ class Expressions(Room):
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
         value = self.evaluate(node.value, st)
         self.statements.bind_target(node.target, value, st, node)
+        if isinstance(node.target, cst.Name):
+            self.control.bind_around_comprehensions(node.target.value, value, st)
         return value
 
     def _lambda(self, node: cst.Lambda, st: State) -> Value:

@@ -108,6 +108,9 @@ class Interpreter:
                                  Optional[Tri]]] = []
         self.queued: set[int] = set()  # the defs in pending, or analysed already
         self.classes: dict[int, ClassVal] = {}  # class statement -> the class it made
+        self.scopes: dict = {}  # def -> its names (gradguard.scopes.FunctionScope)
+        # whether the file may bind names inside expressions (``:=``): scopes look there
+        self.walrus = self.scope.text is None or ":=" in self.scope.text
         self.module_heap: dict = {}  # the module body's objects, once it has run
         self.steps_left = 0  # statements the current top-level scope may still run
         self.steps_granted = 0  # ... and it was given

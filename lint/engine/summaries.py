@@ -80,6 +80,7 @@ class Summary:
     stale: frozenset
     env: tuple  # its own bindings at its end (``__init__``: what it set on ``self``)
     events: tuple  # (kind, event) it told rules
+    rebinds: tuple = ()  # (path, value) it bound to names not its own (``global w``)
 
 
 class Recording:
