@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Optional
+from operator import attrgetter, or_
+from types import MappingProxyType
+from typing import Any, Callable, Hashable, Mapping, NamedTuple, Optional
 
-from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
+from gradguard.facts import EMPTY_SAVES, TensorFacts, Tri
 from gradguard.values import UNKNOWN, Value, join_values
 
 
@@ -171,54 +173,156 @@ def _diverged(a: Heap, b: Heap, ancestor: Optional[_Snapshot] = None) -> set:
     return keys
 
 
-class State:
-    """``env`` maps names and attribute paths (``x``, ``self.fc.weight``) to values;
-    ``heap`` maps abstract tensor objects to their facts; ``grad`` is the grad mode.
+class Field(NamedTuple):
+    """One component of the abstract state, and what each operation on states does with it.
 
+    ``copy`` gives the value a copy of the state holds; ``join`` the value where two paths
+    meet (``shared`` fields are the same for every state of one body: a join keeps the
+    first side's and equality ignores them); ``widen`` (or None: the join's value stays)
+    what a loop head keeps after too many passes, from the head's value and the entry's.
+    ``call`` says what a followed call does with it (``engine/calls.py``): ``OWN``, the
+    call gives the callee its own; ``CONTEXT``, the callee starts from the caller's value
+    and a summary is stored under it (the summary's key); ``EFFECT``, as ``CONTEXT``, and
+    the callee's value at its end replaces the caller's (the summary's effect)."""
+
+    name: str
+    default: Any  # a new state's value when none is given (REQUIRED: always given)
+    copy: Callable[[Any], Any]
+    join: Callable[[Any, Any], Any]
+    widen: Optional[Callable[[Any, Any], Any]]
+    call: str
+
+
+OWN, CONTEXT, EFFECT = "own", "context", "effect"  # Field.call
+REQUIRED = object()  # Field.default of a value every new state is given
+EMPTY_GLOBALS: Mapping = MappingProxyType({})  # module level: ``env`` holds the bindings
+
+
+def same(value):
+    """The copy of a value no one changes in place."""
+    return value
+
+
+def shared(first, _second):
+    return first
+
+
+def both(first: bool, second: bool) -> bool:
+    return first and second
+
+
+def join_envs(a: dict, b: dict) -> dict:
+    """A name bound on one path only is not known after the join."""
+    joined = {}
+    for key, value in a.items():
+        other = b.get(key)
+        if other is not None:
+            joined[key] = join_values(value, other)
+    return joined
+
+
+def widen_env(head: dict, entry: dict) -> dict:
+    """What still changes at a loop head is forgotten."""
+    return {key: UNKNOWN if entry.get(key) != value else value for key, value in head.items()}
+
+
+class State:
+    """The abstract state at one program point: the fields ``FIELDS`` declares, each with
+    how it copies, joins, widens and passes through a followed call. Copy, equality,
+    join, widening and a call summary's key and effect are loops over that table, so a
+    new field is one line there.
+
+    ``env`` maps names and attribute paths (``x``, ``self.fc.weight``) to values;
+    ``heap`` maps abstract tensor objects to their facts; ``grad`` is the grad mode.
     ``saves`` are the tensors live graphs saved for backward (``SaveRecord``s, freed by a
     backward over them) and ``mutations`` the writes that changed one of them since
     (``Mutation``s, reported when a backward needs that save). ``allow_mutation`` is set
-    inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``. ``gradients``: whether
-    a backward may have given leaves a ``.grad`` (an optimizer steps only those that have
-    one): no at the start of a module, unknown at the start of a function analysed alone.
-    ``scope`` is the code the state runs in (``gradguard.scopes``): None for the module
-    body, else the function's ``FunctionScope`` or the class body's ``ClassScope``.
+    inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``. ``retained``: the
+    saves a backward with ``retain_graph=True`` already went through. ``alias_writes``:
+    writes through a ``.detach()`` alias, pending until the original is read (original
+    object, write node, alias text, operation). ``stale``: saves whose storage's
+    allocation site has made a new tensor since (a loop's next pass): a write to the new
+    tensor does not change them. ``gradients``: whether a backward may have given leaves
+    a ``.grad`` (an optimizer steps only those that have one): no at the start of a
+    module, unknown at the start of a function analysed alone. ``globals``: a function's
+    globals, the module's bindings, shared and never copied or joined (a state's copies
+    and joins cost what its locals cost); empty at module level, where ``env`` holds the
+    module's bindings. ``scope`` is the code the state runs in (``gradguard.scopes``):
+    None for the module body, else the function's ``FunctionScope`` or the class body's
+    ``ClassScope``.
     """
 
-    __slots__ = ("env", "heap", "grad", "saves", "mutations", "allow_mutation", "retained",
-                 "alias_writes", "stale", "globals", "gradients", "scope")
+    # Equality compares in this order and stops at the first difference: cheap ones first.
+    FIELDS: tuple[Field, ...] = (
+        #     name            default        copy       join         widen      a call
+        Field("grad",         REQUIRED,      same,      Tri.join,    None,      CONTEXT),
+        Field("env",          REQUIRED,      dict,      join_envs,   widen_env, OWN),
+        Field("heap",         REQUIRED,      Heap.copy, Heap.join,   None,      OWN),
+        Field("saves",        EMPTY_SAVES,   same,      or_,         None,      EFFECT),
+        Field("mutations",    frozenset(),   same,      or_,         None,      EFFECT),
+        Field("allow_mutation", False,       same,      both,        None,      CONTEXT),
+        Field("retained",     frozenset(),   same,      or_,         None,      EFFECT),
+        Field("alias_writes", frozenset(),   same,      or_,         None,      EFFECT),
+        Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
+        Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
+        Field("globals",      EMPTY_GLOBALS, same,      shared,      None,      OWN),
+        Field("scope",        None,          same,      shared,      None,      OWN),
+    )
+    __slots__ = tuple(field.name for field in FIELDS)
 
-    def __init__(self, env: dict, heap: Heap, grad: Tri, saves: SaveSet = EMPTY_SAVES,
-                 mutations: frozenset = frozenset(), allow_mutation: bool = False,
-                 retained: frozenset = frozenset(), alias_writes: frozenset = frozenset(),
-                 stale: frozenset = frozenset(), globals_: Optional[dict] = None,
-                 gradients: Tri = Tri.MAYBE, scope=None) -> None:
-        self.env: dict[str, Value] = env
-        self.scope = scope
-        self.gradients = gradients
-        # A function's globals: the module's bindings, shared and never copied or joined
-        # (a state's copies and joins cost what its locals cost). Empty at module level,
-        # where ``env`` holds the module's bindings.
-        self.globals: dict[str, Value] = globals_ if globals_ is not None else {}
-        self.heap = heap
-        self.grad = grad
-        self.saves = saves
-        self.mutations = mutations
-        self.allow_mutation = allow_mutation
-        # Saves a backward with retain_graph=True already went through.
-        self.retained = retained
-        # Writes through a ``.detach()`` alias, pending until the original is read:
-        # (original object, write node, alias text, operation).
-        self.alias_writes = alias_writes
-        # Saves whose storage's allocation site has made a new tensor since (a loop's next
-        # pass): a write to the new tensor does not change them.
-        self.stale = stale
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _derive_operations(cls)
+
+    def __init__(self, env: dict, heap: Heap, grad: Tri, **given) -> None:
+        given.update(env=env, heap=heap, grad=grad)
+        for field in self.FIELDS:
+            setattr(self, field.name, given.pop(field.name, field.default))
+        if given:
+            raise TypeError(f"State has no field {', '.join(given)}")
 
     def copy(self) -> "State":
-        return State(dict(self.env), self.heap.copy(), self.grad, self.saves, self.mutations,
-                     self.allow_mutation, self.retained, self.alias_writes, self.stale,
-                     self.globals, self.gradients, self.scope)
+        copied = object.__new__(type(self))
+        for name, copy in self._copies:
+            setattr(copied, name, copy(getattr(self, name)))
+        return copied
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, State):
+            return False
+        for name in self._compared:
+            if getattr(self, name) != getattr(other, name):
+                return False
+        return True
+
+    def widen(self, entry: "State") -> "State":
+        """This loop head's state after too many passes, given the loop's entry state."""
+        widened = self.copy()
+        for name, widen in self._widenings:
+            setattr(widened, name, widen(getattr(self, name), getattr(entry, name)))
+        return widened
+
+    # ----------------------------------------------------------------- followed calls
+    def call_context(self) -> tuple:
+        """What a followed call's summary is stored under, from this state (the caller's):
+        its ``CONTEXT`` and ``EFFECT`` fields."""
+        return self._context(self)
+
+    def callee(self, **own) -> "State":
+        """The state a followed call's body starts from: the caller's ``CONTEXT`` and
+        ``EFFECT`` fields, and the callee's ``OWN`` ones as given."""
+        return type(self)(**dict(zip(self._context_names, self._context(self))), **own)
+
+    def call_effect(self) -> tuple:
+        """What a callee's state at its end hands back to its caller (a summary keeps it)."""
+        return self._effect(self)
+
+    def apply_effect(self, effect: tuple) -> None:
+        """Take what a call handed back (``call_effect`` of the callee's end state)."""
+        for name, value in zip(self._effect_names, effect):
+            setattr(self, name, value)
+
+    # ----------------------------------------------------------------- names
     def lookup(self, path: str) -> Optional[Value]:
         """A name or attribute path: a local binding, else a global one unless the path's
         root name is bound locally (a local ``model`` hides the global ``model.fc``).
@@ -234,21 +338,6 @@ class State:
         if self.scope is not None and root in self.scope.cells:
             return UNKNOWN
         return self.globals.get(path)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, State)
-            and self.grad is other.grad
-            and self.env == other.env
-            and self.heap == other.heap
-            and self.saves == other.saves
-            and self.mutations == other.mutations
-            and self.allow_mutation == other.allow_mutation
-            and self.retained == other.retained
-            and self.alias_writes == other.alias_writes
-            and self.stale == other.stale
-            and self.gradients is other.gradients
-        )
 
     def bind(self, path: str, value: Value) -> None:
         """Bind a name or attribute path; what was known below the old binding is gone."""
@@ -268,17 +357,10 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
         return b.copy() if b is not None else None
     if b is None:
         return a.copy()
-    env = {}
-    for key, value in a.env.items():
-        other = b.env.get(key)
-        if other is not None:  # a name bound on one path only is not known after the join
-            env[key] = join_values(value, other)
-    heap = a.heap.join(b.heap)
-    # A save or a mutation on either path may be there: a later backward decides.
-    return State(env, heap, a.grad.join(b.grad), a.saves | b.saves, a.mutations | b.mutations,
-                 a.allow_mutation and b.allow_mutation, a.retained | b.retained,
-                 a.alias_writes | b.alias_writes, a.stale | b.stale, a.globals,
-                 a.gradients.join(b.gradients), a.scope)
+    joined = object.__new__(type(a))
+    for name, join_field in a._joins:
+        setattr(joined, name, join_field(getattr(a, name), getattr(b, name)))
+    return joined
 
 
 def join_all(states) -> Optional[State]:
@@ -286,3 +368,28 @@ def join_all(states) -> Optional[State]:
     for state in states:
         result = join(result, state)
     return result
+
+
+def _values_of(names: tuple) -> Callable[[State], tuple]:
+    """A function that gives a state's values of ``names``, as a tuple."""
+    if len(names) >= 2:
+        return attrgetter(*names)
+    return lambda state: tuple(getattr(state, name) for name in names)
+
+
+def _derive_operations(cls: type) -> None:
+    """What copy, equality, join, widening and followed calls loop over, from
+    ``cls.FIELDS``."""
+    fields = cls.FIELDS
+    cls._copies = tuple((field.name, field.copy) for field in fields)
+    cls._compared = tuple(field.name for field in fields if field.join is not shared)
+    cls._joins = tuple((field.name, field.join) for field in fields)
+    cls._widenings = tuple((field.name, field.widen) for field in fields
+                           if field.widen is not None)
+    cls._context_names = tuple(field.name for field in fields if field.call != OWN)
+    cls._context = _values_of(cls._context_names)
+    cls._effect_names = tuple(field.name for field in fields if field.call == EFFECT)
+    cls._effect = _values_of(cls._effect_names)
+
+
+_derive_operations(State)

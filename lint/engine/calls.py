@@ -261,9 +261,8 @@ class UserCalls:
         if interpreter.custom_functions.running:
             return None
         constructing = interpreter.constructing[-1] if interpreter.constructing else None
-        key = (function.node, st.grad, grad_mode, interpreter.allocation_context,
-               constructing, st.allow_mutation, st.saves, st.mutations,
-               st.retained, st.alias_writes, st.stale, st.gradients, id(globals_),
+        key = (function.node, st.call_context(), grad_mode, interpreter.allocation_context,
+               constructing, id(globals_),
                tuple(sorted(bindings.items(), key=lambda item: item[0])),
                tuple(sorted(closure.items(), key=lambda item: item[0])))
         return key if hashable(key) else None
@@ -275,10 +274,10 @@ class UserCalls:
         interpreter = self.interpreter
         definition = function.node
         reads = HeapReads(st.heap)
-        inner = State(dict(closure), Heap(layers=(reads,)),
-                      grad_mode if grad_mode is not None else st.grad,
-                      st.saves, st.mutations, st.allow_mutation, st.retained,
-                      st.alias_writes, st.stale, globals_, st.gradients, function.scope)
+        inner = st.callee(env=dict(closure), heap=Heap(layers=(reads,)), globals=globals_,
+                          scope=function.scope)
+        if grad_mode is not None:
+            inner.grad = grad_mode
         for param in _all_params(definition.params):  # what the call did not pass
             name = param.name.value
             if name not in bindings:
@@ -318,10 +317,8 @@ class UserCalls:
             tried=frozenset(recording.tried), depth=len(self.active),
             reach=max(0, recording.deepest - len(self.active)),
             steps=steps_before - interpreter.steps_left,
-            result=result, writes=writes, layers=layers, saves=out.saves,
-            mutations=out.mutations, retained=out.retained, gradients=out.gradients,
-            alias_writes=out.alias_writes,
-            stale=out.stale, env=tuple(out.env.items()), events=tuple(recording.events),
+            result=result, writes=writes, layers=layers, effect=out.call_effect(),
+            env=tuple(out.env.items()), events=tuple(recording.events),
             rebinds=rebinds_of(out.env, function.scope, closure))
         if key is not None and not reads.whole and interpreter.steps_left > 0:
             self.summaries.store(key, summary)

@@ -101,7 +101,7 @@ class ControlFlow(Room):
                 break
             state = following
         else:
-            heads.append(_widen(join_all(heads), entry))
+            heads.append(join_all(heads).widen(entry))
         return join_all((heads if exits_normally else []) + breaks)
 
     def for_(self, node: cst.For, st: State) -> Optional[State]:
@@ -307,15 +307,6 @@ def _join_balanced(states: list[Optional[State]]) -> Optional[State]:
         states = [join(states[i], states[i + 1]) if i + 1 < len(states) else states[i]
                   for i in range(0, len(states), 2)]
     return states[0] if states else None
-
-
-def _widen(head: State, entry: State) -> State:
-    """After too many passes: forget what still changes."""
-    widened = head.copy()
-    for key, value in head.env.items():
-        if entry.env.get(key) != value:
-            widened.env[key] = UNKNOWN
-    return widened
 
 
 def _pattern_names(pattern) -> list[str]:

@@ -93,7 +93,7 @@ class Definitions(Room):
         heap = closure.heap.child() if closure is not None \
             else Heap(layers=(self.engine.module_heap,))
         st = State(env, heap, grad,
-                   globals_=closure.globals or globals_ if closure is not None else globals_,
+                   globals=closure.globals or globals_ if closure is not None else globals_,
                    scope=scope)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
@@ -201,7 +201,7 @@ class Definitions(Room):
         grad = self._decorator_grad_mode(method, st) or Tri.YES
         scope = self.scope_of(method, st.scope)
         init = State(closure_bindings(st.env, scope.closure), st.heap.child(), grad,
-                     globals_=module_bindings(st), gradients=st.gradients, scope=scope)
+                     globals=module_bindings(st), gradients=st.gradients, scope=scope)
         for param in _all_params(method.params):
             init.bind(param.name.value, UNKNOWN)
         params = list(method.params.params)

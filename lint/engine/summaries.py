@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Optional
 
-from gradguard.facts import SaveSet, Tri
 from gradguard.state import Heap, State
 from gradguard.values import Value
 
@@ -72,12 +71,7 @@ class Summary:
     result: Optional[Value]  # None: every path raised
     writes: tuple  # (object, facts) it left in the heap
     layers: tuple  # heaps of imported modules it added
-    saves: SaveSet
-    mutations: frozenset
-    retained: frozenset
-    gradients: Tri  # whether a backward may have given leaves a .grad, at its end
-    alias_writes: frozenset
-    stale: frozenset
+    effect: tuple  # its state's fields it hands back, at its end (``State.call_effect``)
     env: tuple  # its own bindings at its end (``__init__``: what it set on ``self``)
     events: tuple  # (kind, event) it told rules
     rebinds: tuple = ()  # (path, value) it bound to names not its own (``global w``)
@@ -159,7 +153,4 @@ def apply_summary(st: State, summary: Summary) -> None:
     for obj, facts in summary.writes:
         st.heap[obj] = facts
     st.heap.add_layers(summary.layers)
-    st.gradients = summary.gradients
-    st.saves, st.mutations, st.retained, st.alias_writes, st.stale = (
-        summary.saves, summary.mutations, summary.retained, summary.alias_writes,
-        summary.stale)
+    st.apply_effect(summary.effect)
