@@ -1,4 +1,5 @@
-"""The abstract state at one program point, and how two states join where paths meet."""
+"""The abstract state at one program point: its fields, declared once (``State.FIELDS``),
+and how states copy, join and widen where paths meet."""
 
 from __future__ import annotations
 
@@ -204,6 +205,7 @@ def same(value):
 
 
 def shared(first, _second):
+    """The join of a field that is the same on every path of one body: the first's."""
     return first
 
 
