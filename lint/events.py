@@ -46,7 +46,8 @@ class SaveRecord:
 
 @dataclass(frozen=True)
 class Mutation:
-    """A write that changed a saved tensor after it was saved (pending until a backward)."""
+    """A write that changed a saved tensor after it was saved (pending until a backward).
+    Which rule reports it is the rules' decision (``rules/claims.py``)."""
 
     save: SaveRecord
     node: cst.CSTNode
@@ -76,23 +77,6 @@ class Mutation:
         if self.flag is None or self.flag[0] is self.node:
             return None
         return self.flag[0]
-
-    @property
-    def code(self) -> str:
-        """The one rule that reports this mutation (first match wins):
-        ``detach_()`` of a saved input (GG306), a write through ``.data`` (GG301), a
-        write inside a custom Function's forward (GG204), into what
-        ``ctx.save_for_backward`` saved (GG206), a parameter update (GG202), any other
-        write (GG201)."""
-        if self.detach:
-            return "GG306"
-        if self.silent:
-            return "GG301"
-        if self.in_function is not None:
-            return "GG204"
-        if self.save.by_function:
-            return "GG206"
-        return "GG202" if self.parameter_update else "GG201"
 
 
 @dataclass(frozen=True)
