@@ -182,3 +182,27 @@ class LegacyVariable:
     node: cst.CSTNode
     volatile: bool
     wrapped_requires_grad: Tri = Tri.MAYBE  # whether the wrapped tensor requires grad
+
+
+@dataclass(frozen=True)
+class RequiresGradSet:
+    """A statement sets a tensor's ``requires_grad`` flag: ``x.requires_grad = flag``
+    (or ``setattr(x, "requires_grad", flag)``), or ``x.requires_grad_(flag)``."""
+
+    node: cst.CSTNode
+    tensor_text: str  # the tensor as written
+    flag: Tri  # the value set (``requires_grad_()`` sets YES)
+    method: bool  # ``requires_grad_(...)`` rather than an assignment to the attribute
+    is_leaf: Tri  # whether the tensor is a leaf (NO: computed from tensors requiring grad)
+
+
+@dataclass(frozen=True)
+class OutArgument:
+    """A call of a torch function that writes its result into ``out=``."""
+
+    node: cst.CSTNode
+    op: str  # "torch.add", as written in messages
+    out_text: str  # the ``out=`` tensor as written
+    out_requires_grad: Tri  # whether the ``out=`` tensor requires grad
+    inputs_require_grad: Tri  # whether one of the other arguments does
+    grad_enabled: Tri

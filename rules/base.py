@@ -18,7 +18,9 @@ from gradguard.events import (
     InplaceWrite,
     LegacyVariable,
     NonLeafGradRead,
+    OutArgument,
     Prose,
+    RequiresGradSet,
     SavedTensorMutated,
 )
 
@@ -127,6 +129,12 @@ class Rule:
     def on_legacy_variable(self, event: LegacyVariable) -> None:
         pass
 
+    def on_requires_grad_set(self, event: RequiresGradSet) -> None:
+        pass
+
+    def on_out_argument(self, event: OutArgument) -> None:
+        pass
+
     def reports(self, mutation: Mutation) -> bool:
         """Whether this rule is the one that reports ``mutation``, a write into a saved
         tensor: the first in ``rules.SAVED_WRITE_CLAIMANTS`` whose claim holds."""
@@ -166,7 +174,7 @@ class Rule:
 
 EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
                "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
-               "legacy_variable")
+               "legacy_variable", "requires_grad_set", "out_argument")
 
 
 def handlers_of(rule: Rule) -> dict:

@@ -37,8 +37,10 @@ How it sees things
 
 Codes
 -----
-GG101 / GG102 / GG203 / GG205 / GG306 (view): torch raises at once; the mode classifies
-the error by its message as the call fails (the op never ran) and re-raises it. GG205 is
+GG101 / GG102 / GG103 / GG104 / GG203 / GG205 / GG306 (view): torch raises at once; the
+mode classifies the error by its message as the call fails (the op never ran) and
+re-raises it (GG103: the flag's setter and ``requires_grad_``; GG104: a call with
+``out=``). GG205 is
 torch's refusal to write in place into a view a custom Function returned (its input, or a
 view of it, without ``ctx.mark_dirty``).
 GG201 / GG202 / GG204 / GG206: after an in-place call, a live saved record on the same
@@ -107,7 +109,7 @@ from gradguard.rules.claims import SavedWrite
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
 MONITORED_CODES = frozenset({
-    "GG101", "GG102", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
+    "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
     "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
 })
 
@@ -178,6 +180,8 @@ MULTI_VIEW_MSG = "This view is the output of a function that returns multiple vi
 FUNCTION_VIEW_MSG = "This view was created inside a custom Function"
 DETACH_VIEW_MSG = "Can't detach views in-place"
 NO_GRAD_FN_MSG = "does not require grad and does not have a grad_fn"
+NON_LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables"
+OUT_ARGUMENT_MSG = "functions with out=... arguments don't support automatic differentiation"
 SAVED_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DETACHED_SAVED_MSG = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                       "This is not supported, please use out-of-place `.detach()` instead")
@@ -192,6 +196,8 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
                                  "(its input, or a view of it, without ctx.mark_dirty)"),
     (DETACH_VIEW_MSG, "GG306", "detach_() on a view"),
     (NO_GRAD_FN_MSG, "GG304", "backward() on a tensor that does not require grad"),
+    (NON_LEAF_FLAG_MSG, "GG103", "requires_grad set on a tensor that is not a leaf"),
+    (OUT_ARGUMENT_MSG, "GG104", "out= argument of a call that autograd tracks"),
 )
 
 # --------------------------------------------------------------------------- call kinds
