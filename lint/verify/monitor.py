@@ -40,19 +40,18 @@ Codes
 GG101 / GG102 / GG103 / GG104 / GG203 / GG205 / GG306 (view): torch raises at once; the
 mode classifies the error by its message as the call fails (the op never ran) and
 re-raises it (GG103: the flag's setter and ``requires_grad_``; GG104: a call with
-``out=``). GG205 is
-torch's refusal to write in place into a view a custom Function returned (its input, or a
-view of it, without ``ctx.mark_dirty``).
+``out=``). GG205 is torch's refusal to write in place into a view a custom Function
+returned (its input, or a view of it, without ``ctx.mark_dirty``).
 GG201 / GG202 / GG204 / GG206: after an in-place call, a live saved record on the same
 storage whose version counter the call moved gets a *pending* event; it is emitted when a
 backward reaches the record: before the backward runs (graph walk from its roots) or, at
 the latest, when ``unpack`` finds the version moved, just before raising torch's error.
 Its code is the rule that claims it in the linter's table (``gradguard.rules.claimant``,
-given the facts the monitor sees): GG204 when the write is made
-inside the forward of a user's custom Function, GG206 when the record is what a user's
-Function saved with ``ctx.save_for_backward``, GG202 when the written tensor is a leaf
-that requires grad (a parameter update), GG201 otherwise (a Function of torch's own, such
-as reentrant checkpointing, counts as an op).
+given the facts the monitor sees): GG204 when the write is made inside the forward of a
+user's custom Function, GG206 when the record is what a user's Function saved with
+``ctx.save_for_backward``, GG202 when the written tensor is a leaf that requires grad (a
+parameter update), GG201 otherwise (a Function of torch's own, such as reentrant
+checkpointing, counts as an op).
 A GG201 write made by a torch layer whose ``inplace`` flag was turned on while the monitor
 watched (``nn.ReLU(inplace=True)``, ``act.inplace = True``: the ``__setattr__`` of torch's
 layers that take the flag is watched) is reported at the line that turned the flag on, as
