@@ -46,7 +46,8 @@ class SaveRecord:
 
 @dataclass(frozen=True)
 class Mutation:
-    """A write that changed a saved tensor after it was saved (pending until a backward)."""
+    """A write that changed a saved tensor after it was saved (pending until a backward).
+    Which rule reports it is the rules' decision (``rules/claims.py``)."""
 
     save: SaveRecord
     node: cst.CSTNode
@@ -76,23 +77,6 @@ class Mutation:
         if self.flag is None or self.flag[0] is self.node:
             return None
         return self.flag[0]
-
-    @property
-    def code(self) -> str:
-        """The one rule that reports this mutation (first match wins):
-        ``detach_()`` of a saved input (GG306), a write through ``.data`` (GG301), a
-        write inside a custom Function's forward (GG204), into what
-        ``ctx.save_for_backward`` saved (GG206), a parameter update (GG202), any other
-        write (GG201)."""
-        if self.detach:
-            return "GG306"
-        if self.silent:
-            return "GG301"
-        if self.in_function is not None:
-            return "GG204"
-        if self.save.by_function:
-            return "GG206"
-        return "GG202" if self.parameter_update else "GG201"
 
 
 @dataclass(frozen=True)
@@ -198,3 +182,27 @@ class LegacyVariable:
     node: cst.CSTNode
     volatile: bool
     wrapped_requires_grad: Tri = Tri.MAYBE  # whether the wrapped tensor requires grad
+
+
+@dataclass(frozen=True)
+class RequiresGradSet:
+    """A statement sets a tensor's ``requires_grad`` flag: ``x.requires_grad = flag``
+    (or ``setattr(x, "requires_grad", flag)``), or ``x.requires_grad_(flag)``."""
+
+    node: cst.CSTNode
+    tensor_text: str  # the tensor as written
+    flag: Tri  # the value set (``requires_grad_()`` sets YES)
+    method: bool  # ``requires_grad_(...)`` rather than an assignment to the attribute
+    is_leaf: Tri  # whether the tensor is a leaf (NO: computed from tensors requiring grad)
+
+
+@dataclass(frozen=True)
+class OutArgument:
+    """A call of a torch function that writes its result into ``out=``."""
+
+    node: cst.CSTNode
+    op: str  # "torch.add", as written in messages
+    out_text: str  # the ``out=`` tensor as written
+    out_requires_grad: Tri  # whether the ``out=`` tensor requires grad
+    inputs_require_grad: Tri  # whether one of the other arguments does
+    grad_enabled: Tri

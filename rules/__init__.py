@@ -1,8 +1,11 @@
 """The rules. Each module holds one rule; ``ALL_RULES`` lists them in code order."""
 
 from gradguard.rules.base import Rule
+from gradguard.rules.claims import SavedWrite
 from gradguard.rules.gg101_leaf_inplace import LeafInplace
 from gradguard.rules.gg102_leaf_view_inplace import LeafViewInplace
+from gradguard.rules.gg103_non_leaf_requires_grad import NonLeafRequiresGrad
+from gradguard.rules.gg104_out_argument_requires_grad import OutArgumentRequiresGrad
 from gradguard.rules.gg201_saved_tensor_inplace import SavedTensorInplace
 from gradguard.rules.gg202_parameter_update_before_backward import ParameterUpdateBeforeBackward
 from gradguard.rules.gg203_multi_view_inplace import MultiViewInplace
@@ -22,6 +25,8 @@ from gradguard.rules.gg900_unused_noqa import UnusedNoqa
 ALL_RULES: tuple[type[Rule], ...] = (
     LeafInplace,
     LeafViewInplace,
+    NonLeafRequiresGrad,
+    OutArgumentRequiresGrad,
     SavedTensorInplace,
     ParameterUpdateBeforeBackward,
     MultiViewInplace,
@@ -39,4 +44,21 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnusedNoqa,
 )
 
-__all__ = ["ALL_RULES", "Rule"]
+# The rules that report writes into a saved tensor, in precedence order: a write is
+# reported by the first whose ``claims`` hold (``rules/claims.py``).
+SAVED_WRITE_CLAIMANTS: tuple[type[Rule], ...] = (
+    DetachInplaceView,  # detach_() of a saved input
+    DataWriteToSaved,  # a write through .data
+    FunctionForwardWritesInput,  # a write inside a custom Function's forward
+    FunctionSavedTensorInplace,  # into what ctx.save_for_backward saved
+    ParameterUpdateBeforeBackward,  # a parameter update
+    SavedTensorInplace,  # any other write
+)
+
+
+def claimant(write: SavedWrite) -> str:
+    """The code of the one rule that reports ``write``."""
+    return next(rule.code for rule in SAVED_WRITE_CLAIMANTS if rule.claims.holds(write))
+
+
+__all__ = ["ALL_RULES", "SAVED_WRITE_CLAIMANTS", "Rule", "SavedWrite", "claimant"]

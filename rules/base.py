@@ -18,14 +18,18 @@ from gradguard.events import (
     InplaceWrite,
     LegacyVariable,
     NonLeafGradRead,
+    OutArgument,
     Prose,
+    RequiresGradSet,
     SavedTensorMutated,
 )
 
 if TYPE_CHECKING:  # a rule module loads without libcst: a run answered by the cache
     import libcst as cst  # never needs it
 
+    from gradguard.events import Mutation
     from gradguard.fixes import Rewrite
+    from gradguard.rules.claims import Claim
 
 Report = Callable[["cst.CSTNode", str, str, Optional["Rewrite"]], None]
 LineOf = Callable[["cst.CSTNode"], int]
@@ -69,6 +73,9 @@ class Rule:
     fixable: ClassVar[str] = "never"
     # the rule's settings, from ``[tool.gradguard.rules.<name>]``
     options: ClassVar[tuple[Option, ...]] = ()
+    # the writes into a saved tensor the rule reports, if it reports such writes
+    # (``rules/claims.py``; their precedence is ``rules.SAVED_WRITE_CLAIMANTS``)
+    claims: ClassVar[Optional[Claim]] = None
 
     def __init__(self, report: Report, line_of: LineOf,
                  settings: Optional[Mapping[str, object]] = None,
@@ -122,6 +129,20 @@ class Rule:
     def on_legacy_variable(self, event: LegacyVariable) -> None:
         pass
 
+    def on_requires_grad_set(self, event: RequiresGradSet) -> None:
+        pass
+
+    def on_out_argument(self, event: OutArgument) -> None:
+        pass
+
+    def reports(self, mutation: Mutation) -> bool:
+        """Whether this rule is the one that reports ``mutation``, a write into a saved
+        tensor: the first in ``rules.SAVED_WRITE_CLAIMANTS`` whose claim holds."""
+        from gradguard.rules import claimant  # the table imports every rule
+        from gradguard.rules.claims import SavedWrite
+
+        return claimant(SavedWrite.of(mutation)) == self.code
+
     def failing_backward(self, event: SavedTensorMutated) -> str:
         """The backward that will need the changed tensor, as a noun phrase."""
         line = self.line_of(event.backward_node)
@@ -153,7 +174,7 @@ class Rule:
 
 EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
                "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
-               "legacy_variable")
+               "legacy_variable", "requires_grad_set", "out_argument")
 
 
 def handlers_of(rule: Rule) -> dict:

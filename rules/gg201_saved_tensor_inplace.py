@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 from gradguard.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 if TYPE_CHECKING:
     from gradguard.fixes import Rewrite
@@ -71,10 +72,11 @@ class SavedTensorInplace(Rule):
     name = "saved-tensor-inplace"
     summary = "in-place mutation of a tensor that a live graph saved for backward"
     fixable = "sometimes"
+    claims = Claim()
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code != self.code:
+        if not self.reports(mutation):
             return
         through = f" through {quote(mutation.target_text)}, which shares its storage," \
             if mutation.aliased else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradguard.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 
 class ParameterUpdateBeforeBackward(Rule):
@@ -58,10 +59,11 @@ class ParameterUpdateBeforeBackward(Rule):
     code = "GG202"
     name = "parameter-update-before-backward"
     summary = "parameter update between a forward that saved the parameters and its backward"
+    claims = Claim("parameter_update")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code != self.code:
+        if not self.reports(mutation):
             return
         save = mutation.save
         who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \

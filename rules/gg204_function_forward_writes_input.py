@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradguard.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 
 class FunctionForwardWritesInput(Rule):
@@ -70,10 +71,11 @@ class FunctionForwardWritesInput(Rule):
     code = "GG204"
     name = "function-forward-writes-input"
     summary = "a custom autograd Function's forward writes an input that a graph saved"
+    claims = Claim("in_function")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code != self.code:
+        if not self.reports(mutation):
             return
         save = mutation.save
         saver = f"{quote(save.op)} (line {self.line_of(save.node)})"

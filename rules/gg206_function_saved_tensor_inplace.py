@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gradguard.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 
 class FunctionSavedTensorInplace(Rule):
@@ -74,10 +75,11 @@ class FunctionSavedTensorInplace(Rule):
     code = "GG206"
     name = "function-saved-tensor-inplace"
     summary = "in-place write into a tensor a custom autograd Function saved for backward"
+    claims = Claim("into_function_save")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code != self.code:
+        if not self.reports(mutation):
             return
         save = mutation.save
         self.report(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradguard.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 
 class DataWriteToSaved(Rule):
@@ -53,10 +54,11 @@ class DataWriteToSaved(Rule):
     code = "GG301"
     name = "data-write-to-saved"
     summary = "write through `.data` into a tensor saved for backward: silently wrong gradient"
+    claims = Claim("silent")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code != self.code:
+        if not self.reports(mutation):
             return
         save = mutation.save
         line = self.line_of(save.node)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradguard.events import DetachInplace, DroppedTerm, SavedTensorMutated
 from gradguard.rules.base import Rule, quote
+from gradguard.rules.claims import Claim
 
 
 class DetachInplaceView(Rule):
@@ -50,6 +51,7 @@ class DetachInplaceView(Rule):
     code = "GG306"
     name = "detach-inplace"
     summary = "detach_() on a view, on a saved input, or on a graph a later backward needs"
+    claims = Claim("detach")
 
     def on_detach_inplace(self, event: DetachInplace) -> None:
         if event.is_view:
@@ -61,7 +63,7 @@ class DetachInplaceView(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if mutation.code == self.code:
+        if self.reports(mutation):
             self.report(
                 mutation.node,
                 f"`detach_()` on {quote(mutation.target_text)}, which {quote(mutation.save.op)} "

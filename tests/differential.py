@@ -23,12 +23,14 @@ import oracle
 from gradguard.checker import check_source
 
 # The codes whose findings torch can confirm (a raise, or a silently wrong gradient).
-CONFIRMABLE = frozenset({"GG101", "GG102", "GG201", "GG202", "GG203", "GG204", "GG205",
-                         "GG206", "GG301", "GG304"})
+CONFIRMABLE = frozenset({"GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203",
+                         "GG204", "GG205", "GG206", "GG301", "GG304"})
 # torch's error message -> the code of the rule that covers it (first match wins).
 COVERED_ERRORS = [
     (oracle.VIEW_OF_LEAF_MSG, "GG102"),
     (oracle.LEAF_MSG, "GG101"),
+    (oracle.NON_LEAF_FLAG_MSG, "GG103"),
+    (oracle.OUT_ARGUMENT_MSG, "GG104"),
     (oracle.SAVED_TENSOR_MSG, "GG2xx"),  # GG201/202/204/206: which one, torch cannot say
     (oracle.MULTI_OUTPUT_VIEW_MSG[:40], "GG203"),
     (oracle.CUSTOM_FUNCTION_VIEW_MSG, "GG205"),

@@ -207,6 +207,12 @@ def register(exp: Expectation) -> Expectation:
 register(Expectation("GG101", "raises_here", RuntimeError, LEAF_MSG, excludes=("a view of " + LEAF_MSG,)))
 register(Expectation("GG102", "raises_here", RuntimeError, VIEW_OF_LEAF_MSG))
 
+NON_LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables"
+OUT_ARGUMENT_MSG = "functions with out=... arguments don't support automatic differentiation"
+
+register(Expectation("GG103", "raises_here", RuntimeError, NON_LEAF_FLAG_MSG))
+register(Expectation("GG104", "raises_here", RuntimeError, OUT_ARGUMENT_MSG))
+
 SAVED_TENSOR_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
 MULTI_OUTPUT_VIEW_MSG = (
     "is a view and is being modified inplace. This view is the output of a function that returns multiple views"

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import EXPECTATIONS
 
 from gradguard import cli, ruledoc
 from gradguard.rules import ALL_RULES
@@ -23,26 +24,13 @@ RULES = {info.code: info for info in ruledoc.rules()}
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="running the examples needs torch")
 
-# What torch does with each rule's Example: (stderr text, whether the error or warning is
-# at the flagged line). A rule about an error raises it; a rule about a warning warns; a
-# silent rule (a wrong gradient, a changed value, a term that trains nothing) runs clean.
-RAISES = {
-    "GG101": ("a leaf Variable that requires grad is being used in an in-place", True),
-    "GG102": ("a view of a leaf Variable that requires grad is being used in an in-place",
-              True),
-    "GG201": ("modified by an inplace operation", False),  # at backward()
-    "GG202": ("modified by an inplace operation", False),
-    "GG203": ("This view is the output of a function that returns multiple views", True),
-    "GG204": ("modified by an inplace operation", False),
-    "GG205": ("This view was created inside a custom Function", True),
-    "GG206": ("modified by an inplace operation", False),
-    "GG304": ("does not require grad and does not have a grad_fn", True),
-    "GG306": ("Can't detach views in-place", True),
-}
-WARNS = {
-    "GG305": "is not a leaf Tensor is being accessed",
-    "GG308": "volatile was removed",
-}
+# What torch does with each rule's Example, as the oracle proves the rule's fixtures
+# (tests/oracle.py ``EXPECTATIONS``): (stderr text, whether the error or warning is at the
+# flagged line). A rule about an error raises it; a rule about a warning warns; a silent
+# rule (a wrong gradient, a changed value, a term that trains nothing) runs clean.
+RAISES = {code: (exp.contains, exp.mode == "raises_here") for code, exp in EXPECTATIONS.items()
+          if exp.mode in ("raises_here", "raises_later")}
+WARNS = {code: exp.contains for code, exp in EXPECTATIONS.items() if exp.mode == "warns_here"}
 
 
 def _blocks(code: str, title: str) -> list[str]:

@@ -405,7 +405,8 @@ class Expressions(Room):
             self.tensors.set_requires_grad(st, owner, Tri.MAYBE, node, "`setattr(...)`")
         elif name.value == "requires_grad":
             self.tensors.set_requires_grad(st, owner, tri_of(value), node,
-                                           "`setattr(..., 'requires_grad', ...)`")
+                                           "`setattr(..., 'requires_grad', ...)`",
+                                           source_text(node.args[0].value))
         return Const(None)
 
     def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:

@@ -132,7 +132,7 @@ class Statements(Room):
         if isinstance(owner, TensorRef):
             if attr == "requires_grad":
                 self.tensors.set_requires_grad(st, owner, tri_of(value), node,
-                                               "`requires_grad = True`")
+                                               "`requires_grad = True`", source_text(target.value))
             elif attr == "data":
                 self._assign_data(target, owner, value, st, node)
             return  # ``.grad = ...``: nothing to track

@@ -15,6 +15,7 @@ from gradguard.events import (
     IndexKind,
     InplaceWrite,
     NonLeafGradRead,
+    RequiresGradSet,
     SaveRecord,
 )
 from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
@@ -355,7 +356,7 @@ class Tensors(Room):
         if name == "requires_grad_":
             flag = self.expressions.argument(node, args, "requires_grad", 0)
             self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
-                                   "`requires_grad_()`")
+                                   "`requires_grad_()`", source_text(receiver_node), method=True)
             return tensor
         if name == "detach_":
             facts = self.facts(st, tensor)
@@ -425,10 +426,16 @@ class Tensors(Room):
         return UNKNOWN
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
-                          how: str) -> None:
+                          how: str, text: Optional[str] = None, method: bool = False) -> None:
+        """``node`` sets ``tensor``'s flag to ``flag``: ``text`` is the tensor as written
+        when the statement surely sets ``requires_grad`` (not ``setattr(x, name, v)`` of a
+        name not known), ``method`` for ``requires_grad_()``."""
         facts = self.facts(st, tensor)
+        if text is not None:
+            self.engine.dispatch("requires_grad_set", RequiresGradSet(
+                node, text, flag, method, facts.is_leaf))
         if facts.is_leaf is Tri.NO:
-            return  # torch raises for non-leaves; not this engine's business
+            return  # torch raises for non-leaves (or keeps the flag): nothing changes
         if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
             owner = tensor.obj[0]
             owned = self.saved.owned.get(owner, frozenset((owner,)))

@@ -7,7 +7,7 @@ import libcst as cst
 
 from gradguard.engine.common import _retains, source_text, tri_of
 from gradguard.engine.room import Room
-from gradguard.events import LegacyVariable, Prose, SaveRecord
+from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import TORCH
 from gradguard.state import State
@@ -117,6 +117,7 @@ class TorchCalls(Room):
         context = TORCH.grad_mode_contexts.get(f"torch.{name}")
         if context is not None:
             return self._grad_mode(st, context, args, node)
+        self._out_argument(st, node, f"torch.{name}", args)
         if name == "Variable":
             volatile = self.expressions.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
@@ -159,6 +160,20 @@ class TorchCalls(Room):
             return self.tensors.op_result(st, node, args, f"torch.{name}",
                                   self.expressions.positional_operands(node, args, op=name))
         return UNKNOWN
+
+    def _out_argument(self, st: State, node: cst.Call, op: str, args: list) -> None:
+        """``torch.add(a, b, out=c)``: the result is written into ``c``, which autograd
+        cannot track (torch refuses it where grad is)."""
+        inputs_require_grad, out = Tri.NO, None
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None and arg.keyword.value == "out":
+                out = (arg.value, value)
+            else:
+                inputs_require_grad = inputs_require_grad | self.tensors.requires_grad_of(st, value)
+        if out is not None:
+            self.engine.dispatch("out_argument", OutArgument(
+                node, op, source_text(out[0]), self.tensors.requires_grad_of(st, out[1]),
+                inputs_require_grad, st.grad))
 
     def _namespaced_op(self, st: State, node: cst.Call, op: str, args: list) -> Value:
         """``torch.linalg.eigh(a)`` and the like; multi-output ops return a tuple whose

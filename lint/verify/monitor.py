@@ -37,19 +37,21 @@ How it sees things
 
 Codes
 -----
-GG101 / GG102 / GG203 / GG205 / GG306 (view): torch raises at once; the mode classifies
-the error by its message as the call fails (the op never ran) and re-raises it. GG205 is
-torch's refusal to write in place into a view a custom Function returned (its input, or a
-view of it, without ``ctx.mark_dirty``).
+GG101 / GG102 / GG103 / GG104 / GG203 / GG205 / GG306 (view): torch raises at once; the
+mode classifies the error by its message as the call fails (the op never ran) and
+re-raises it (GG103: the flag's setter and ``requires_grad_``; GG104: a call with
+``out=``). GG205 is torch's refusal to write in place into a view a custom Function
+returned (its input, or a view of it, without ``ctx.mark_dirty``).
 GG201 / GG202 / GG204 / GG206: after an in-place call, a live saved record on the same
 storage whose version counter the call moved gets a *pending* event; it is emitted when a
 backward reaches the record: before the backward runs (graph walk from its roots) or, at
 the latest, when ``unpack`` finds the version moved, just before raising torch's error.
-Its code follows the linter's precedence (``Mutation.code``): GG204 when the write is made
-inside the forward of a user's custom Function, GG206 when the record is what a user's
-Function saved with ``ctx.save_for_backward``, GG202 when the written tensor is a leaf
-that requires grad (a parameter update), GG201 otherwise (a Function of torch's own, such
-as reentrant checkpointing, counts as an op).
+Its code is the rule that claims it in the linter's table (``gradguard.rules.claimant``,
+given the facts the monitor sees): GG204 when the write is made inside the forward of a
+user's custom Function, GG206 when the record is what a user's Function saved with
+``ctx.save_for_backward``, GG202 when the written tensor is a leaf that requires grad (a
+parameter update), GG201 otherwise (a Function of torch's own, such as reentrant
+checkpointing, counts as an op).
 A GG201 write made by a torch layer whose ``inplace`` flag was turned on while the monitor
 watched (``nn.ReLU(inplace=True)``, ``act.inplace = True``: the ``__setattr__`` of torch's
 layers that take the flag is watched) is reported at the line that turned the flag on, as
@@ -100,10 +102,13 @@ from typing import Callable, NamedTuple, Optional
 import torch
 from torch.overrides import TorchFunctionMode
 
+from gradguard.rules import claimant
+from gradguard.rules.claims import SavedWrite
+
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
 MONITORED_CODES = frozenset({
-    "GG101", "GG102", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
+    "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
     "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
 })
 
@@ -174,6 +179,8 @@ MULTI_VIEW_MSG = "This view is the output of a function that returns multiple vi
 FUNCTION_VIEW_MSG = "This view was created inside a custom Function"
 DETACH_VIEW_MSG = "Can't detach views in-place"
 NO_GRAD_FN_MSG = "does not require grad and does not have a grad_fn"
+NON_LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables"
+OUT_ARGUMENT_MSG = "functions with out=... arguments don't support automatic differentiation"
 SAVED_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DETACHED_SAVED_MSG = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                       "This is not supported, please use out-of-place `.detach()` instead")
@@ -188,6 +195,8 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
                                  "(its input, or a view of it, without ctx.mark_dirty)"),
     (DETACH_VIEW_MSG, "GG306", "detach_() on a view"),
     (NO_GRAD_FN_MSG, "GG304", "backward() on a tensor that does not require grad"),
+    (NON_LEAF_FLAG_MSG, "GG103", "requires_grad set on a tensor that is not a leaf"),
+    (OUT_ARGUMENT_MSG, "GG104", "out= argument of a call that autograd tracks"),
 )
 
 # --------------------------------------------------------------------------- call kinds
@@ -658,7 +667,8 @@ class Monitor:
                     self._emit_event(rec.mutation)
                 else:  # modified by something the mode did not see
                     file, line = self._where()
-                    self._emit("GG201" if rec.function is None else "GG206", file, line,
+                    code = claimant(SavedWrite(into_function_save=rec.function is not None))
+                    self._emit(code, file, line,
                                f"a tensor saved for backward was modified in place before this backward "
                                f"({rec.describe()})", rec.line)
                 raise RuntimeError(
@@ -848,25 +858,21 @@ class Monitor:
 
     @staticmethod
     def _mutation(t, rec: _Saved, where, function: Optional[str], flag_site=None) -> Event:
-        """The pending event of a write ``t`` that moved ``rec``'s version, coded as the
-        linter codes it (lint/events.py ``Mutation.code``): made inside a custom Function's
-        forward (GG204), into what ``ctx.save_for_backward`` saved (GG206), a parameter
-        update (GG202), any other write (GG201). A GG201 write of a layer whose flag was
-        turned on at ``flag_site`` is reported there."""
-        if function is not None:
-            code, what = "GG204", f"an in-place write inside `{function}.forward`"
-        elif rec.function is not None:
-            code, what = "GG206", "an in-place write"
-        else:
-            base = t._base if t._base is not None else t
-            if base.is_leaf and base.requires_grad:
-                code, what = "GG202", "a parameter update"
-            else:
-                code, what = "GG201", "an in-place write"
-                if flag_site is not None:
-                    what = "the in-place write of the layer whose `inplace` flag is turned on " \
-                           f"here (its call at line {where[1]})"
-                    where = flag_site
+        """The pending event of a write ``t`` that moved ``rec``'s version, coded by the
+        rule that claims it in the linter's table (``gradguard.rules.claimant``): made
+        inside a custom Function's forward (GG204), into what ``ctx.save_for_backward``
+        saved (GG206), a parameter update (GG202), any other write (GG201). A GG201 write
+        of a layer whose flag was turned on at ``flag_site`` is reported there."""
+        base = t._base if t._base is not None else t
+        code = claimant(SavedWrite(in_function=function is not None,
+                                   into_function_save=rec.function is not None,
+                                   parameter_update=base.is_leaf and base.requires_grad))
+        what = {"GG204": f"an in-place write inside `{function}.forward`",
+                "GG202": "a parameter update"}.get(code, "an in-place write")
+        if code == "GG201" and flag_site is not None:
+            what = "the in-place write of the layer whose `inplace` flag is turned on " \
+                   f"here (its call at line {where[1]})"
+            where = flag_site
         return Event(code, where[0], where[1],
                      f"{what} modifies a tensor that a live graph saved ({rec.describe()}); its backward fails",
                      rec.line)

@@ -1,0 +1,60 @@
+"""GG103: changing the ``requires_grad`` flag of a tensor that is not a leaf."""
+
+from __future__ import annotations
+
+from gradguard.events import RequiresGradSet
+from gradguard.facts import Tri
+from gradguard.rules.base import Rule, quote
+
+
+class NonLeafRequiresGrad(Rule):
+    """## What it does
+    Finds statements that set the ``requires_grad`` flag of a tensor computed from
+    tensors that require grad (a non-leaf): ``x.requires_grad = True`` after
+    ``x = img + r``, ``x.requires_grad = False``, ``x.requires_grad_(False)``.
+    ``x.requires_grad_()`` (or ``requires_grad_(True)``) on such a tensor is not reported:
+    it already requires grad, and torch lets that call through.
+
+    ## Why is this bad?
+    Only leaves carry their own flag: a non-leaf requires grad because its inputs do.
+    Torch raises "you can only change requires_grad flags of leaf variables" at the
+    statement.
+
+    ## Example
+    ```python
+    import torch
+
+    r = torch.randn(3, requires_grad=True)
+    x = torch.randn(3) + r
+    x.requires_grad = True
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    r = torch.randn(3, requires_grad=True)
+    x = torch.randn(3) + r  # requires grad already, through `r`
+    ```
+    or make a new leaf where the graph should start: ``x = x.detach().requires_grad_()``
+    (``x = x.detach()`` where it should not require grad).
+
+    ## Fix safety
+    No automatic fix: whether the graph through ``x`` is wanted is the author's decision.
+    """
+
+    code = "GG103"
+    name = "non-leaf-requires-grad"
+    summary = "setting `requires_grad` on a tensor that is not a leaf: torch raises"
+
+    def on_requires_grad_set(self, event: RequiresGradSet) -> None:
+        if event.is_leaf is not Tri.NO or (event.method and event.flag is not Tri.NO):
+            return  # a leaf's flag, or requires_grad_(True): torch lets it through
+        what = "`requires_grad_(False)`" if event.method else "setting `requires_grad`"
+        self.report(
+            event.node,
+            f"{what} on {quote(event.tensor_text)}, which is not a leaf (it is computed from "
+            "tensors that require grad): torch raises \"you can only change requires_grad "
+            "flags of leaf variables\". Start a new leaf with `.detach()` (then "
+            "`.requires_grad_()` if it should require grad)",
+        )
