@@ -73,8 +73,10 @@ class Project:
 
     # ----------------------------------------------------------------- resolving
     def roots_of(self, importer: str) -> list[Path]:
-        """Where absolute imports of ``importer`` resolve, in order."""
-        here = Path(importer).resolve().parent
+        """Where absolute imports of ``importer`` resolve, in order. Paths keep the
+        importer's spelling (``abspath``, not ``resolve``): a module reached through a
+        linked folder is named as the files linted there are, so one file is one place."""
+        here = Path(os.path.abspath(importer)).parent
         if here not in self._roots:
             self._roots[here] = self._find_roots(here)
         return self._roots[here]
@@ -107,7 +109,7 @@ class Project:
     def _resolve(self, importer: str, module: str, level: int) -> Optional[Path]:
         parts = [part for part in module.split(".") if part]
         if level:
-            base = Path(importer).resolve().parent
+            base = Path(os.path.abspath(importer)).parent
             for _ in range(level - 1):
                 base = base.parent
             return _module_file(base, parts) if parts else _package_file(base)

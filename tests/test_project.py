@@ -172,6 +172,15 @@ def test_cli_reports_once_and_applies_the_modules_noqa(tree):
     assert gg("check", "main.py").exit_code == 0
 
 
+def test_a_module_reached_through_a_linked_folder_is_one_place(tree):
+    """Linting a folder through a link, the imported module keeps the linted spelling: the
+    write is one finding at one path, not two (one through the link, one resolved)."""
+    root = tree({"real/models.py": MODELS, "real/main.py": MAIN})
+    (root / "linked").symlink_to(root / "real", target_is_directory=True)
+    lines = gg("check", "linked").stdout.splitlines()
+    assert [line.split(" ")[0:2] for line in lines] == [["linked/models.py:11:9:", "GG201"]]
+
+
 def test_check_of_the_caller_alone_also_reports_the_write_at_the_call(tree):
     """As pre-commit runs it on the changed files: models.py is not linted."""
     tree({"models.py": MODELS, "main.py": MAIN})
