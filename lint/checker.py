@@ -53,7 +53,7 @@ def check_source(
 # Before a large file that would take the process over the budget, the kept modules go.
 # Only then: the memory a process has held is not given back at once, and forgetting
 # before every file would analyse every import again. (A run with other files lints a
-# large file in a process of its own: ``cli.lint_all``.)
+# large file in a process of its own: ``linting.lint_all``.)
 def _make_room(size: int) -> None:
     if not memory.is_large(size):
         return

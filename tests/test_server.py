@@ -101,11 +101,11 @@ def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
     the subprocess) to give every GG101 a hand-built fix, safe for ``mul_``, unsafe else."""
     patch = textwrap.dedent("""
         import sys
-        from gradguard import cli
+        from gradguard import cli, server
         from gradguard.findings import Edit, Fix
         from dataclasses import replace
 
-        lint_source = cli.lint_source
+        lint_source = server.lint_source
 
         def with_fixes(path, source, plan):
             outcome = lint_source(path, source, plan)
@@ -117,7 +117,7 @@ def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
                 outcome.findings[index] = replace(finding, fix=fix)
             return outcome
 
-        cli.lint_source = with_fixes
+        server.lint_source = with_fixes
         sys.argv = ["gradguard", "server", *sys.argv[1:]]
         cli.main(prog_name="gradguard")
     """)
