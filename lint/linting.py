@@ -16,7 +16,7 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Collection, Optional, Sequence, Union
 
 from gradguard import memory, progress, selection
 from gradguard.cache import Cache
@@ -24,6 +24,9 @@ from gradguard.files import matches_any, read_file
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
 from gradguard.noqa import UNUSED_NOQA, NoqaUse, filter_noqa, source_lines, unused_noqa
 from gradguard.rules import Rule
+
+if TYPE_CHECKING:  # the checker loads libcst: not for a run the cache answers
+    from gradguard.checker import Session
 
 # --- Linting one file -------------------------------------------------------------------
 
@@ -86,17 +89,20 @@ class Outcome:
 
 
 def lint_source(path: str, source: bytes | str, plan: Plan,
-                noqa_elsewhere: Collection[tuple[str, str]] = ()) -> Outcome:
+                noqa_elsewhere: Collection[tuple[str, str]] = (),
+                session: Optional["Session"] = None) -> Outcome:
     """Lint one file's bytes (or text, as an editor holds it); apply selection,
     per-file-ignores and ``noqa``. ``noqa_elsewhere``: the file's ``noqa`` codes (by
-    ``noqa_key``) that other files' findings used, which GG900 does not report."""
+    ``noqa_key``) that other files' findings used, which GG900 does not report.
+    ``session``: the checker's (default: this process's)."""
     from gradguard.checker import check_source  # noqa: PLC0415 - libcst: not for a cached run
 
     use = NoqaUse()
     try:
         findings = []
         lines = []
-        raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings())
+        raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
+                           session)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)

@@ -215,6 +215,8 @@ class GradguardServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.debounce = debounce
         self.settings = Settings(options if options is not None else CheckOptions())
+        # a save lints the text of the last change again: the last parse is kept
+        self.session = checker.Session(keep_last_parse=True)
         self.documents: dict[str, Document] = {}
         self.published: dict[str, Published] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-lint")
@@ -272,7 +274,7 @@ class GradguardServer(LanguageServer):
         def work() -> None:  # in the worker thread
             if document.generation != generation:
                 return  # changed while it waited behind another lint: do not start
-            with checker.collection_held():
+            with self.session.collector:
                 linted = self.lint(document, text, version)
                 handed = asyncio.run_coroutine_threadsafe(_call(deliver, linted), loop)
                 try:  # publish before collecting: a collection holds the interpreter
@@ -323,7 +325,7 @@ class GradguardServer(LanguageServer):
             return Linted(version, [], error=error.format_message())
         if on_disk and not finder.reached(path, str(cwd)):
             return Linted(version, [])
-        outcome = lint_source(path, text, plan)
+        outcome = lint_source(path, text, plan, session=self.session)
         lines = source_lines(text)
         units = self.workspace.position_codec.client_num_units
         linted = Linted(version, [])
@@ -438,7 +440,6 @@ async def _call(function, *args):
 
 def create_server(debounce: float = DEBOUNCE, options: Optional[CheckOptions] = None
                   ) -> GradguardServer:
-    checker.KEEP_LAST_PARSE = True  # a save lints the text of the last change again
     server = GradguardServer(debounce, options)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
