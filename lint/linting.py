@@ -23,6 +23,7 @@ from gradguard.cache import Cache
 from gradguard.files import matches_any, read_file
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
 from gradguard.noqa import UNUSED_NOQA, NoqaUse, filter_noqa, source_lines, unused_noqa
+from gradguard.reads import recording_reads
 from gradguard.rules import Rule
 
 if TYPE_CHECKING:  # the checker loads libcst: not for a run the cache answers
@@ -166,7 +167,7 @@ def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
         return Outcome(path, [], error=f"{path}: {error.strerror or error}")
     if cache is None:
         return lint_source(path, source, plan)
-    from gradguard.reads import recording_reads  # noqa: PLC0415 - only when linting
+
 
     with recording_reads() as reads:
         outcome = lint_source(path, source, plan)
