@@ -40,16 +40,17 @@ _multi = partial(click.option, multiple=True, metavar="CODES")
 
 def verify_options(command):
     """The options of a replay under torch, shared by ``check --verify`` and ``verify``."""
-    command = click.option("--max-memory", type=click.IntRange(min=0), default=DEFAULTS.max_memory,
-                           show_default=True, metavar="MB",
+    command = click.option("--max-memory", type=click.IntRange(min=0),
+                           default=DEFAULTS.max_memory, show_default=True, metavar="MB",
                            help="Address-space limit of the replay (0: none; not applied with "
                                 "--device cuda, whose driver reserves more than it uses)."
                            )(command)
-    command = click.option("--timeout", type=click.FloatRange(min=0.1), default=DEFAULTS.timeout,
-                           show_default=True, metavar="SECONDS",
+    command = click.option("--timeout", type=click.FloatRange(min=0.1),
+                           default=DEFAULTS.timeout, show_default=True, metavar="SECONDS",
                            help="Wall-clock limit of each replay.")(command)
     return click.option("--device", type=click.Choice(["cpu", "cuda"]), default=DEFAULTS.device,
-                        show_default=True, help="Where tensors are created in the replay.")(command)
+                        show_default=True,
+                        help="Where tensors are created in the replay.")(command)
 
 
 @main.command()
@@ -127,6 +128,7 @@ def check(paths: tuple[str, ...], **params) -> None:
             click.echo("(run with --debug for the traceback)", err=True)
         status = EXIT_ERROR
     sys.exit(status)
+
 
 def check_options(args: Sequence[str] = ()) -> CheckOptions:
     """The options ``check`` would run with given ``args`` (its defaults for none, and
