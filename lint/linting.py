@@ -168,7 +168,6 @@ def lint_path(path: str, plan: Plan, cache: Optional[Cache] = None) -> Outcome:
     if cache is None:
         return lint_source(path, source, plan)
 
-
     with recording_reads() as reads:
         outcome = lint_source(path, source, plan)
     if not any(f.code == INTERNAL_ERROR for f in outcome.findings):  # a bug: not kept
