@@ -29,6 +29,7 @@ from gradguard.rules import Rule
 if TYPE_CHECKING:  # the checker loads libcst: not for a run the cache answers
     from gradguard.checker import Session
 
+
 # --- Linting one file -------------------------------------------------------------------
 
 
@@ -317,7 +318,6 @@ def lint_path_apart(path: str, plan: Plan, cache: Optional[Cache]) -> Outcome:
         return lint_path(path, plan, cache)
 
 
-
 def one_per_place(findings, linted: Collection[str] = ()) -> list[Finding]:
     """One finding per culprit: files that import the same module each find what is
     wrong in it; the first message (in file order) is kept. A mirror (the finding in
@@ -331,4 +331,3 @@ def one_per_place(findings, linted: Collection[str] = ()) -> list[Finding]:
         kept.setdefault((finding.path, finding.line, finding.col, finding.code,
                          finding.mirror_of), finding)
     return sorted(kept.values())
-

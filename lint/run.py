@@ -32,6 +32,7 @@ from gradguard.options import (EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, CheckOptions,
                                echo_warning)
 from gradguard.settings import Resolver, keep_lines, show_settings
 
+
 def run_check(paths: Sequence[str], options: CheckOptions) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
     if options.add_noqa and (options.fix or options.diff):
@@ -91,7 +92,6 @@ def run_check(paths: Sequence[str], options: CheckOptions) -> int:
     return EXIT_FINDINGS if findings and not options.exit_zero else EXIT_OK
 
 
-
 def _run_add_noqa(findings: list[Finding], errors: list[str], options: CheckOptions) -> int:
     """``--add-noqa``: a ``# noqa: CODE`` for every finding (not the diagnostics, which
     are not rules, nor GG900), on its line, written atomically into each file."""
@@ -121,7 +121,6 @@ def _run_add_noqa(findings: list[Finding], errors: list[str], options: CheckOpti
         click.echo(f"Added {report.count(codes, 'noqa code')} on "
                    f"{report.count(lines, 'line')} in {report.count(files, 'file')}.", err=True)
     return EXIT_ERROR if errors else EXIT_OK
-
 
 
 # --- Fixing -------------------------------------------------------------------------------
@@ -229,7 +228,6 @@ def _own_findings(path: str, plan: Plan, encoding: str,
     return [f for f in outcome.findings if f.path == path]
 
 
-
 def _verify(findings: list[Finding], options: CheckOptions,
             plan_for: Callable[[str], Plan]) -> list[Finding]:
     """Replay every file that has rule findings; diagnostics and stdin are not replayed.
@@ -273,4 +271,3 @@ def _write(findings: list[Finding], sources: dict, options: CheckOptions) -> Opt
                      f"{failure.strerror or failure}")
     click.echo(statistics, err=True, nl=False)  # not in a report a program parses
     return error
-

@@ -23,7 +23,6 @@ from gradguard.options import EXIT_ERROR, EXIT_OK, CheckOptions, Fatal, echo_err
 from gradguard.rules import ALL_RULES
 
 
-
 def _selectors(values: Sequence[str], source: str, from_config: bool = False) -> list[str]:
     """Parse and validate selectors given to an option or a configuration key."""
     selectors = selection.parse_selectors(values)
@@ -62,8 +61,6 @@ def _read_config(path: Path, warn: Callable[[str], None]) -> configuration.Confi
         return configuration.load(path, warn=warn)
     except configuration.ConfigError as error:
         raise Fatal(str(error)) from None
-
-
 
 
 def make_plan(options: CheckOptions, config: configuration.Config,
@@ -220,7 +217,6 @@ class _FinderByDirectory(FileFinder):
         return self.resolver.for_file(path).finder.excluded(path)
 
 
-
 # --- Settings shown ----------------------------------------------------------------------
 
 
@@ -328,4 +324,3 @@ def _show(value) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(item) for item in value) + "]"
     return json.dumps(str(value))
-
