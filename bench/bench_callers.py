@@ -18,7 +18,7 @@ import resource
 import time
 from pathlib import Path
 
-from gradguard.callers import CALLERS, MAX_FILES
+from gradguard.callers import MAX_FILES
 from gradguard.facts import Tri
 from gradguard.project import Project
 from gradguard.relevance import module_names_that_matter
@@ -40,8 +40,9 @@ def main() -> None:
                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                       and matter.get(node.name, True)]  # what linting asks about
     project = Project()
+    callers = project.callers
     indexing = [0.0]
-    index = CALLERS._index
+    index = callers._index
 
     def timed(root):
         start = time.perf_counter()
@@ -50,23 +51,23 @@ def main() -> None:
         finally:
             indexing[0] += time.perf_counter() - start
 
-    CALLERS._index = timed
+    callers._index = timed
     start = time.perf_counter()
-    off = [CALLERS.called_without_grad(project, path, name) for path, name in functions]
+    off = [callers.called_without_grad(project, path, name) for path, name in functions]
     total = time.perf_counter() - start
-    parsed = CALLERS.files_parsed
+    parsed = callers.files_parsed
     start = time.perf_counter()
-    answers = [CALLERS.grads(project, path, name) for path, name in functions]
+    answers = [callers.grads(project, path, name) for path, name in functions]
     full = time.perf_counter() - start
     print(f"tree: {options.tree} ({len(files)} files; MAX_FILES {MAX_FILES})")
     print(f"{len(functions)} module-level functions asked whether called with grad off "
           f"(what linting asks): {total:.2f} s, of which {indexing[0]:.2f} s indexing "
-          f"{len(CALLERS._trees)} tree(s) "
-          f"({sum(1 for t in CALLERS._trees.values() if t is None)} too big); "
+          f"{len(callers._trees)} tree(s) "
+          f"({sum(1 for t in callers._trees.values() if t is None)} too big); "
           f"{parsed} files parsed")
     print(f"... and asked for all their callers' grad modes (grads): {full:.2f} s more, "
-          f"{CALLERS.files_parsed - parsed} more files parsed")
-    print(f"files read for the index: {CALLERS.files_read}")
+          f"{callers.files_parsed - parsed} more files parsed")
+    print(f"files read for the index: {callers.files_read}")
     assert off == [Tri.NO in answer for answer in answers]
     print(f"functions with a caller elsewhere: {sum(1 for a in answers if a)}; "
           f"with one under grad off: {sum(1 for a in answers if Tri.NO in a)}")

@@ -519,8 +519,8 @@ def plan_rows(corpus: Corpus, gradguard: Gradguard, ruff: Optional[str],
 
 
 def gradguard_processes() -> int:
-    """The processes a cold gradguard run uses by default (``cli.usable_cpus``)."""
-    from gradguard.cli import usable_cpus  # noqa: PLC0415 - only where gradguard imports
+    """The processes a cold gradguard run uses by default (``linting.usable_cpus``)."""
+    from gradguard.linting import usable_cpus  # noqa: PLC0415 - only where gradguard imports
 
     return usable_cpus()
 

@@ -78,7 +78,7 @@ class Cache:
         return cls(directory, code_fingerprint())
 
     def key(self, path: str, source: bytes, plan) -> str:
-        """The key of ``source``'s result at ``path`` under ``plan`` (a ``cli.Plan``)."""
+        """The key of ``source``'s result at ``path`` under ``plan`` (a ``linting.Plan``)."""
         if plan not in self._plans:
             self._plans[plan] = digest(plan.fingerprint())
         return digest(f"{self.salt}\0{self._plans[plan]}\0{path}\0".encode() + source)

@@ -13,6 +13,7 @@ import gc
 import sys
 import threading
 import traceback
+from functools import lru_cache
 from typing import Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
@@ -22,7 +23,7 @@ from gradguard import memory
 from gradguard.citations import render
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
-from gradguard.project import PROJECT, on_disk
+from gradguard.project import Project, on_disk
 from gradguard.parse import parse_module
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
 from gradguard.fixes import Rewrite, Source
@@ -39,31 +40,35 @@ def check_source(
     rules: Optional[Sequence[type[Rule]]] = None,
     debug: bool = False,
     options: Optional[Mapping[str, Mapping[str, object]]] = None,
+    session: Optional["Session"] = None,
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
-    ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``)."""
+    ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
+    ``session``: what the checks share (default: this process's, ``process_session``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
-    _make_room(len(source))
-    with _COLLECTOR:
-        return _on_deep_stack(lambda: _check(source, path, rules, debug, options))
+    if session is None:
+        session = process_session()
+    _make_room(len(source), session.project)
+    with session.collector:
+        return _on_deep_stack(lambda: _check(source, path, rules, debug, options, session))
 
 
 # Memory: the modules imports led to are kept for the files after (each with its tree).
 # Before a large file that would take the process over the budget, the kept modules go.
 # Only then: the memory a process has held is not given back at once, and forgetting
 # before every file would analyse every import again. (A run with other files lints a
-# large file in a process of its own: ``cli.lint_all``.)
-def _make_room(size: int) -> None:
+# large file in a process of its own: ``linting.lint_all``.)
+def _make_room(size: int, project: Project) -> None:
     if not memory.is_large(size):
         return
     resident = memory.resident_bytes()
     if resident is not None and resident + memory.tree_bytes(size) > memory.BUDGET:
-        PROJECT.forget()
+        project.forget()
         gc.collect()
 
 
-class _Collector:
+class Collector:
     """Python's cyclic garbage collector, run between files rather than during one.
 
     Analysing a file allocates millions of small objects (the tree, the states) and frees
@@ -72,9 +77,13 @@ class _Collector:
     once cost a third of the run. While a file is analysed automatic collection is off;
     after it, its young objects are collected and the survivors frozen: they are not
     scanned again. (A scope the project's cache evicts is emptied after the file, so no
-    cycle keeps it.)"""
+    cycle keeps it.) ``with session.collector:`` around checks postpones the collection to
+    the end of the block: a caller that hands findings on first (the language server
+    sends them to the editor) does not wait for it. Hold it around checks of one thread
+    only."""
 
-    def __init__(self) -> None:
+    def __init__(self, project: Project) -> None:
+        self.project = project
         self.depth = 0
         self.was_enabled = True
 
@@ -88,29 +97,35 @@ class _Collector:
         self.depth -= 1
         if self.depth:
             return
-        PROJECT.release()
+        self.project.release()
         gc.collect(0)  # this file's cycles (its interpreter and rules hold each other)
         gc.freeze()  # what it keeps (scopes for later imports) is not scanned again
         if self.was_enabled:
             gc.enable()
 
 
-_COLLECTOR = _Collector()
+class Session:
+    """What the checks of one process (or one editor) share, handed to each check: the
+    project (the imported modules analysed once, and its index of callers), the garbage
+    collection held while a file is checked (``Collector``) and, with
+    ``keep_last_parse``, the tree and positions of the last text parsed: an editor lints
+    the same text again when it is saved (or the configuration changes), and skips the
+    parse and the positions pass. Only the language server keeps it: on the command line
+    a file's tree is freed as soon as it is done (the largest torch file's is ~0.8 GB)."""
+
+    def __init__(self, project: Optional[Project] = None, keep_last_parse: bool = False) -> None:
+        self.project = project if project is not None else Project()
+        self.collector = Collector(self.project)
+        self.keep_last_parse = keep_last_parse
+        self.last_parse: Optional[tuple[str, cst.Module, Positions]] = None
 
 
-def collection_held() -> _Collector:
-    """``with collection_held():`` postpones the collection that ends each check to the
-    end of the block: a caller that hands findings on first (the language server sends
-    them to the editor) does not wait for it. Hold it around checks of one thread only."""
-    return _COLLECTOR
-
-
-# The tree and positions of the last text parsed: an editor lints the same text again when
-# it is saved (or the configuration changes), and skips the parse and the positions pass.
-# Kept only where KEEP_LAST_PARSE is set (the language server): on the command line a
-# file's tree is freed as soon as it is done (the largest torch file's is ~0.8 GB).
-KEEP_LAST_PARSE = False
-_LAST_PARSE: list[tuple[str, cst.Module, Positions]] = []
+@lru_cache(maxsize=None)
+def process_session() -> Session:
+    """The session of the checks that name none (the command line's, in each of its
+    processes, and ``check_source``'s callers): made at the first, so a whole run
+    analyses each imported module once."""
+    return Session()
 
 
 # The screen: a file that never says "torch" holds no finding (no name in it can resolve
@@ -129,7 +144,7 @@ def _compiles(text: str, path: str) -> bool:
     return True
 
 
-def _check(source, path, rules, debug, options=None) -> list[Finding]:
+def _check(source, path, rules, debug, options, session: Session) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -139,12 +154,12 @@ def _check(source, path, rules, debug, options=None) -> list[Finding]:
         text = source
     if SCREEN and "torch" not in text and _compiles(text, path):
         return []  # no name can resolve to torch: no rule has evidence (and it parses)
-    disk_path = on_disk(path)
-    known = PROJECT.parsed(disk_path, text) if disk_path is not None else None
+    disk_path, project, last = on_disk(path), session.project, session.last_parse
+    known = project.parsed(disk_path, text) if disk_path is not None else None
     if known is not None:  # a file linted before imported it: its tree is parsed already
         module, positions = known.module, known.positions
-    elif _LAST_PARSE and _LAST_PARSE[0][0] == text:  # the text of the last check, again
-        _, module, positions = _LAST_PARSE[0]
+    elif last is not None and last[0] == text:  # the text of the last check, again
+        _, module, positions = last
     else:
         try:
             module = parse_module(text)
@@ -158,8 +173,8 @@ def _check(source, path, rules, debug, options=None) -> list[Finding]:
             except (RecursionError, MemoryError, ValueError):
                 pass
         positions = Positions(module)  # shared by messages and placement: one pass at most
-        if KEEP_LAST_PARSE:
-            _LAST_PARSE[:] = [(text, module, positions)]
+        if session.keep_last_parse:
+            session.last_parse = (text, module, positions)
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
@@ -169,7 +184,7 @@ def _check(source, path, rules, debug, options=None) -> list[Finding]:
     try:
         interpreter = analyze(module, rules, lambda *report: raw.append(report),
                               failures, positions, path=disk_path,
-                              project=PROJECT if disk_path is not None else None, text=text,
+                              project=project if disk_path is not None else None, text=text,
                               options=options)
         place = interpreter.place
     except Exception:

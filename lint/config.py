@@ -2,7 +2,7 @@
 
 A configuration is a ``pyproject.toml`` that has a ``[tool.gradguard]`` table. As in
 ruff, each file is linted with the nearest one at or above its directory (``check``
-finds them, see ``cli.Resolver``); a file given with ``--config`` that is not named
+finds them, see ``settings.Resolver``); a file given with ``--config`` that is not named
 ``pyproject.toml`` (say ``gradguard.toml``) holds the settings at its top level. TOML is
 read with ``tomllib`` (Python 3.11+) or ``tomli``; without either, a found configuration
 is skipped with a warning. A file that is not valid TOML is a ``ConfigError`` (the

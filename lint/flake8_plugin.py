@@ -36,12 +36,15 @@ from typing import ClassVar, Iterator, Optional, Sequence
 
 import click
 
-from gradguard import __version__, cli, selection
+from gradguard import __version__, selection
 from gradguard.checker import check_source
 from gradguard.config import ConfigError
 from gradguard.findings import DIAGNOSTICS, SYNTAX_ERROR, Finding, without_orphan_mirrors
+from gradguard.linting import read_lines
 from gradguard.noqa import NoqaUse, filter_noqa, source_lines, unused_noqa
+from gradguard.options import CheckOptions
 from gradguard.rules import ALL_RULES
+from gradguard.settings import Resolver
 
 OFF_BY_DEFAULT = tuple(rule.code for rule in ALL_RULES if not rule.default_enabled)
 
@@ -53,7 +56,7 @@ class GradguardPlugin:
     version = __version__
     # flake8's options the plugin follows (``parse_options``)
     disable_noqa: ClassVar[bool] = False
-    _resolver: ClassVar[Optional[cli.Resolver]] = None
+    _resolver: ClassVar[Optional[Resolver]] = None
     _warned: ClassVar[set[str]] = set()
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
@@ -89,7 +92,7 @@ class GradguardPlugin:
         cls = type(self)
         try:
             if cls._resolver is None:
-                cls._resolver = cli.Resolver(cli.check_options(), warn=cls._warn)
+                cls._resolver = Resolver(CheckOptions(), warn=cls._warn)
             return cls._resolver.plan_for(self.filename).rule_settings()
         except (click.ClickException, ConfigError) as error:
             message = error.format_message() if isinstance(error, click.ClickException) \
@@ -111,7 +114,7 @@ class GradguardPlugin:
             if finding.path != self.filename:
                 elsewhere.setdefault(finding.path, []).append(finding)
         kept = [finding for path, group in elsewhere.items()
-                for finding in filter_noqa(group, cli.read_lines(path))]
+                for finding in filter_noqa(group, read_lines(path))]
         return [f for f in without_orphan_mirrors(own + kept) if f.path == self.filename]
 
     def _unused_noqa(self, own: list[Finding], lines: list[str]) -> list[Finding]:

@@ -3,7 +3,7 @@
 A file's libcst tree takes some 600 bytes per byte of source (the largest torch file,
 1.4 MB, takes 0.8 GB), and Python keeps what it freed in pieces: a process that held a
 large tree stays large. So a large file (a tree of a quarter of the budget or more) is
-linted in a process of its own when a run has other files (``cli.lint_all``), and a
+linted in a process of its own when a run has other files (``linting.lint_all``), and a
 process makes room before one it must lint itself (``checker``)."""
 
 from __future__ import annotations

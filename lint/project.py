@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import libcst as cst
-
 from gradguard import memory
+from gradguard.callers import Callers
+from gradguard.engine import Interpreter
 from gradguard.files import decode, read_file
+from gradguard.modulescope import ModuleScope
 from gradguard.parse import parse_module
 from gradguard.reads import note_read, recording_reads
-from gradguard.positions import Positions
 from gradguard.relevance import module_names_that_matter
 
 MAX_IMPORT_DEPTH = 2  # modules analysed for one import chain: what the file imports, and theirs
@@ -40,30 +39,12 @@ MAX_SCOPES = 256  # analysed modules kept (each holds its tree), the least recen
 INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
-@dataclass(eq=False)
-class ModuleScope:
-    """A module the engine analysed: its tree, path and final module-level bindings."""
-
-    path: Optional[str]
-    module: cst.Module
-    env: dict = field(default_factory=dict)
-    heap: dict = field(default_factory=dict)
-    imports: list = field(default_factory=list)  # the project modules it imports
-    text: Optional[str] = None  # the source it was parsed from
-    _positions: Optional[Positions] = None
-    reads: frozenset = frozenset()  # the project files its analysis read (see note_read)
-
-    @property
-    def positions(self) -> Positions:
-        if self._positions is None:
-            self._positions = Positions(self.module)
-        return self._positions
-
-
 class Project:
-    """Resolves and analyses the project modules a file imports (cached per content)."""
+    """Resolves and analyses the project modules a file imports (cached per content),
+    and holds the project's index of callers (``callers``: by default one of its own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, callers: Optional[Callers] = None) -> None:
+        self.callers = callers if callers is not None else Callers()
         self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
         self._evicted: list[ModuleScope] = []  # out of the cache, maybe still in use
@@ -207,8 +188,6 @@ class Project:
         self._evicted.clear()
 
     def _analyse(self, path: Path) -> Optional[ModuleScope]:
-        from gradguard.engine import Interpreter  # noqa: PLC0415 - it imports this module
-
         try:
             text = decode(read_file(path))
             module = parse_module(text)
@@ -245,9 +224,6 @@ def _module_file(root: Path, parts: list[str]) -> Optional[Path]:
 def _package_file(directory: Path) -> Optional[Path]:
     init = directory / "__init__.py"
     return init if init.is_file() else None
-
-
-PROJECT = Project()  # one per process: a whole run analyses each imported module once
 
 
 def on_disk(path: str) -> Optional[str]:

@@ -40,16 +40,18 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from gradguard import __version__, checker, cli
+from gradguard import __version__, checker
 from gradguard.files import FileFinder
 from gradguard.findings import DECODE_ERROR, SYNTAX_ERROR, Edit, Finding, Fix
 from gradguard.fixes import select_fixes
+from gradguard.linting import Plan, lint_source, one_per_place, read_lines
 from gradguard.ruledoc import doc_url
 from gradguard.noqa import insertion, source_lines
+from gradguard.options import DEBOUNCE, CheckOptions
+from gradguard.settings import Resolver
 
 SOURCE = "gradguard"
 FIX_ALL = "source.fixAll.gradguard"
-DEBOUNCE = cli.DEBOUNCE  # seconds after the last change before a document is linted
 _PUBLISH_WAIT = 2.0  # seconds the worker waits for a publication before it collects
 _ERRORS = frozenset({SYNTAX_ERROR, DECODE_ERROR})  # the file is not linted: an error
 _TOKEN = re.compile(r"\w+")
@@ -183,15 +185,15 @@ class Settings:
     size: an edited ``pyproject.toml`` applies from the next lint, and the directories
     are looked up again for each lint, so that a new or removed one does too."""
 
-    def __init__(self, options: dict) -> None:
+    def __init__(self, options: CheckOptions) -> None:
         self.options = options
-        self._resolvers: dict[str, cli.Resolver] = {}
+        self._resolvers: dict[str, Resolver] = {}
 
-    def plan(self, path: Optional[str], cwd: Path) -> tuple[cli.Plan, FileFinder]:
+    def plan(self, path: Optional[str], cwd: Path) -> tuple[Plan, FileFinder]:
         """Raises ``click.ClickException`` for a configuration ``check`` would refuse."""
         resolver = self._resolvers.get(str(cwd))
         if resolver is None:
-            resolver = cli.Resolver(self.options, cwd, watch=True,
+            resolver = Resolver(self.options, cwd, watch=True,
                                     warn=lambda text: logger.warning("%s", text))
             self._resolvers[str(cwd)] = resolver
         resolver.forget_directories()
@@ -205,14 +207,16 @@ def _real(path: str) -> str:
 
 
 class GradguardServer(LanguageServer):
-    def __init__(self, debounce: float = DEBOUNCE, options: Optional[dict] = None) -> None:
+    def __init__(self, debounce: float = DEBOUNCE, options: Optional[CheckOptions] = None) -> None:
         # Full sync: the client sends the whole text. pygls applies incremental changes by
         # str.splitlines(), which also breaks lines at form feeds and other characters the
         # client and Python do not break at.
         super().__init__("gradguard", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.debounce = debounce
-        self.settings = Settings(options if options is not None else cli.check_options())
+        self.settings = Settings(options if options is not None else CheckOptions())
+        # a save lints the text of the last change again: the last parse is kept
+        self.session = checker.Session(keep_last_parse=True)
         self.documents: dict[str, Document] = {}
         self.published: dict[str, Published] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-lint")
@@ -270,7 +274,7 @@ class GradguardServer(LanguageServer):
         def work() -> None:  # in the worker thread
             if document.generation != generation:
                 return  # changed while it waited behind another lint: do not start
-            with checker.collection_held():
+            with self.session.collector:
                 linted = self.lint(document, text, version)
                 handed = asyncio.run_coroutine_threadsafe(_call(deliver, linted), loop)
                 try:  # publish before collecting: a collection holds the interpreter
@@ -321,12 +325,12 @@ class GradguardServer(LanguageServer):
             return Linted(version, [], error=error.format_message())
         if on_disk and not finder.reached(path, str(cwd)):
             return Linted(version, [])
-        outcome = cli.lint_source(path, text, plan)
+        outcome = lint_source(path, text, plan, session=self.session)
         lines = source_lines(text)
         units = self.workspace.position_codec.client_num_units
         linted = Linted(version, [])
         others: dict[str, list[Finding]] = {}
-        for finding in cli.one_per_place(outcome.findings):
+        for finding in one_per_place(outcome.findings):
             if finding.mirror_of is not None:
                 continue  # shown at its own place, in the file it is in (below)
             if finding.path == path:
@@ -334,7 +338,7 @@ class GradguardServer(LanguageServer):
             else:  # reported relative to this process's directory, as check does
                 others.setdefault(_real(finding.path), []).append(finding)
         for elsewhere, findings in others.items():
-            disk = cli.read_lines(elsewhere)  # the text the finding was placed in
+            disk = read_lines(elsewhere)  # the text the finding was placed in
             linted.elsewhere[elsewhere] = [(f, diagnostic(f, disk, units), disk)
                                            for f in findings]
         logger.info("linted %s (version %s) in %.0f ms: %d findings", path, version,
@@ -434,9 +438,8 @@ async def _call(function, *args):
     function(*args)
 
 
-def create_server(debounce: float = DEBOUNCE, options: Optional[dict] = None
+def create_server(debounce: float = DEBOUNCE, options: Optional[CheckOptions] = None
                   ) -> GradguardServer:
-    checker.KEEP_LAST_PARSE = True  # a save lints the text of the last change again
     server = GradguardServer(debounce, options)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

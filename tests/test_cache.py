@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from gradguard import cache as cache_module
-from gradguard import cli
+from gradguard import cli, linting
 from cli_helpers import gg as run_gradguard
 
 MODEL = "import torch\n\n\ndef scale(x):\n    x *= 2\n    return x\n"
@@ -29,13 +29,13 @@ def project(tmp_path, monkeypatch):
     for name, text in (("model.py", MODEL), ("train.py", TRAIN), ("other.py", OTHER)):
         (tmp_path / name).write_text(text)
     linted = []
-    real = cli.lint_source
+    real = linting.lint_source
 
     def counting(path, source, plan):
         linted.append(path)
         return real(path, source, plan)
 
-    monkeypatch.setattr(cli, "lint_source", counting)
+    monkeypatch.setattr(linting, "lint_source", counting)
     return tmp_path, linted
 
 
@@ -127,7 +127,7 @@ def test_the_environment_names_the_cache(project, monkeypatch, tmp_path_factory)
 
 def test_parallel_runs_fill_and_use_the_cache(project):
     root, linted = project
-    for n in range(cli.SMALL_RUN_FILES):
+    for n in range(linting.SMALL_RUN_FILES):
         (root / f"extra{n}.py").write_text(OTHER + "x = 1\n" * 6000)
     cold = run_gradguard("check", "--jobs", "2")
     linted.clear()
@@ -147,8 +147,8 @@ def test_the_key_is_the_same_in_every_process(project):
     import subprocess
     import sys
 
-    script = ("from gradguard import cli; plan, _ = cli.make_plan(cli.check_options("
-              "['--select', 'ALL']), cli.load_config(None, True)); "
+    script = ("from gradguard import cli, settings; plan, _ = settings.make_plan("
+              "cli.check_options(['--select', 'ALL']), settings.load_config(None, True)); "
               "print(plan.fingerprint().hex())")
     prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout

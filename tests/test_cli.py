@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gradguard import cli, memory, config as configuration
+from gradguard import cli, files, linting, memory, settings
+from gradguard import cache as cache_module
+from gradguard import config as configuration
 from gradguard.files import DEFAULT_EXCLUDE, split_globs
 from gradguard.findings import Finding
 from gradguard.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
+from gradguard.options import CheckOptions
 from cli_helpers import file_writer, gg
 from gradguard.selection import (UnknownSelector, default_codes, known_codes,
                                  parse_selectors, resolve, validate)
@@ -424,7 +427,7 @@ def test_exclude_replaces_and_extend_exclude_adds(project):
 
 def test_reached_agrees_with_walking_the_root(project, tmp_path):
     """What an editor's server asks of an open file: would ``check ROOT`` lint it."""
-    finder = cli.make_plan(cli.check_options(["--extend-exclude", "pkg/generated"]),
+    finder = settings.make_plan(cli.check_options(["--extend-exclude", "pkg/generated"]),
                            configuration.Config(), cwd=tmp_path)[1]
     root = str(tmp_path)
     assert finder.reached(str(tmp_path / "pkg" / "ok.py"), root)
@@ -437,8 +440,18 @@ def test_reached_agrees_with_walking_the_root(project, tmp_path):
 
 def test_check_options_are_the_commands_defaults():
     options = cli.check_options()
-    assert options["select"] == () and options["output_format"] == "text"
-    assert cli.check_options(["--select", "GG1"])["select"] == ("GG1",)
+    assert options.select == () and options.output_format == "text"
+    assert cli.check_options(["--select", "GG1"]).select == ("GG1",)
+
+
+def test_the_options_defaults_are_the_command_lines(monkeypatch):
+    """The language server and the flake8 plugin lint with ``CheckOptions()``: its
+    defaults must be those ``check`` runs with (where the environment says nothing)."""
+    monkeypatch.delenv("GRADGUARD_NO_CACHE", raising=False)
+    monkeypatch.delenv(cache_module.ENVIRONMENT, raising=False)
+    assert cli.check_options() == CheckOptions()
+    assert cli.check_options(["--extend-select", "GG9", "-j", "3"]) == CheckOptions(
+        extend_select=("GG9",), jobs=3)
 
 
 def test_only_python_files_are_discovered(project):
@@ -476,14 +489,14 @@ def test_missing_path_is_error_after_linting_the_rest(project):
 def test_unreadable_file_is_error_after_linting_the_rest(project, monkeypatch):
     project("a.py", SYNTAX_ERROR)
     project("b.py")
-    real_read = cli.read_file
+    real_read = linting.read_file
 
     def fake_read(path):
         if str(path).endswith("b.py"):
             raise PermissionError(13, "Permission denied", path)
         return real_read(path)
 
-    monkeypatch.setattr(cli, "read_file", fake_read)
+    monkeypatch.setattr(linting, "read_file", fake_read)
     result = gg("check")
     assert result.exit_code == 2 and codes(result) == ["GG001"]
     assert "b.py: Permission denied" in result.stderr
@@ -766,7 +779,7 @@ def test_internal_error_in_runner(project, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("runner bug")
 
-    monkeypatch.setattr(cli.FileFinder, "discover", broken)
+    monkeypatch.setattr(files.FileFinder, "discover", broken)
     result = gg("check")
     assert result.exit_code == 2 and result.stdout == ""
     assert "internal error: RuntimeError: runner bug" in result.stderr
@@ -795,79 +808,79 @@ def test_the_cgroup_quota_caps_the_processes(tmp_path, files, text, quota):
     for name, content in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(content)
-    assert cli._cgroup_quota(str(tmp_path)) == quota
-    assert 1 <= cli.usable_cpus()
+    assert linting._cgroup_quota(str(tmp_path)) == quota
+    assert 1 <= linting.usable_cpus()
 
 
 def test_a_small_run_stays_in_one_process_and_a_large_one_does_not(tmp_path, monkeypatch):
     pools = []
 
-    class Pool(cli.ProcessPoolExecutor):
+    class Pool(linting.ProcessPoolExecutor):
         def __init__(self, max_workers):
             pools.append(max_workers)
             super().__init__(max_workers=max_workers)
 
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", Pool)
-    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
-    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    monkeypatch.setattr(linting, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(linting, "usable_cpus", lambda: 2)
+    plan, _ = settings.make_plan(cli.check_options(), settings.load_config(None, True))
     paths = []
-    for n in range(cli.SMALL_RUN_FILES):
+    for n in range(linting.SMALL_RUN_FILES):
         paths.append(str(tmp_path / f"f{n}.py"))
         Path(paths[-1]).write_text("import torch\n" + "x = 1\n" * 6000)
-    assert [o.path for o in cli.lint_all(paths[:3], plan, None)] == paths[:3] and pools == []
-    assert [o.path for o in cli.lint_all(paths, plan, None)] == paths and pools == [2]
-    cli.lint_all(paths[:3], plan, 2)  # asked for: a pool even for a small run
+    assert [o.path for o in linting.lint_all(paths[:3], plan, None)] == paths[:3] and pools == []
+    assert [o.path for o in linting.lint_all(paths, plan, None)] == paths and pools == [2]
+    linting.lint_all(paths[:3], plan, 2)  # asked for: a pool even for a small run
     assert pools == [2, 2]
 
 
 def test_a_large_file_is_linted_in_a_process_of_its_own(tmp_path, monkeypatch):
     """Unless it is the run's only file: a process that held a tree of a quarter of the
     memory budget stays large for the files after."""
-    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    plan, _ = settings.make_plan(cli.check_options(), settings.load_config(None, True))
     paths = [str(tmp_path / name) for name in ("a.py", "big.py", "c.py")]
     for path in paths:
         Path(path).write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n"
                               + ("x = 1\n" * 2000 if "big" in path else ""))
-    expected = [cli.lint_path(path, plan) for path in paths]
+    expected = [linting.lint_path(path, plan) for path in paths]
     apart = []
-    monkeypatch.setattr(cli, "lint_path_apart", lambda path, *rest: apart.append(path)
-                        or cli.lint_path(path, *rest))
+    monkeypatch.setattr(linting, "lint_path_apart", lambda path, *rest: apart.append(path)
+                        or linting.lint_path(path, *rest))
     monkeypatch.setattr(memory, "BUDGET", Path(paths[1]).stat().st_size * 600 * 4)
-    assert cli.lint_all(paths, plan, 1) == expected and apart == [paths[1]]
-    assert cli.lint_all(paths[1:2], plan, 1) == expected[1:2] and apart == [paths[1]]
+    assert linting.lint_all(paths, plan, 1) == expected and apart == [paths[1]]
+    assert linting.lint_all(paths[1:2], plan, 1) == expected[1:2] and apart == [paths[1]]
 
 
 def test_a_file_linted_apart_gives_what_it_gives_here(tmp_path):
-    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    plan, _ = settings.make_plan(cli.check_options(), settings.load_config(None, True))
     path = tmp_path / "leaf.py"
     path.write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n")
-    outcome = cli.lint_path_apart(str(path), plan, None)  # a spawned process
-    assert outcome == cli.lint_path(str(path), plan) and outcome.findings[0].code == "GG101"
+    outcome = linting.lint_path_apart(str(path), plan, None)  # a spawned process
+    assert outcome == linting.lint_path(str(path), plan) and outcome.findings[0].code == "GG101"
 
 
 def test_a_process_that_dies_gives_an_internal_error(tmp_path, monkeypatch):
-    class Dying(cli.ProcessPoolExecutor):
+    class Dying(linting.ProcessPoolExecutor):
         def submit(self, *args, **kwargs):
             future = Future()
             future.set_exception(BrokenProcessPool("killed"))
             return future
 
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", Dying)
-    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
-    [finding] = cli.lint_path_apart(str(tmp_path / "big.py"), plan, None).findings
+    monkeypatch.setattr(linting, "ProcessPoolExecutor", Dying)
+    plan, _ = settings.make_plan(cli.check_options(), settings.load_config(None, True))
+    [finding] = linting.lint_path_apart(str(tmp_path / "big.py"), plan, None).findings
     assert finding.code == "GG003" and "ended abruptly" in finding.message
 
 
 def test_where_no_process_starts_a_large_file_is_linted_here(tmp_path, monkeypatch):
-    class Refused(cli.ProcessPoolExecutor):
+    class Refused(linting.ProcessPoolExecutor):
         def __init__(self, *args, **kwargs):
             raise PermissionError("no semaphores in this sandbox")
 
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", Refused)
-    plan, _ = cli.make_plan(cli.check_options(), cli.load_config(None, True))
+    monkeypatch.setattr(linting, "ProcessPoolExecutor", Refused)
+    plan, _ = settings.make_plan(cli.check_options(), settings.load_config(None, True))
     path = tmp_path / "big.py"
     path.write_text("import torch\nw = torch.ones(3, requires_grad=True)\nw += 1\n")
-    assert cli.lint_path_apart(str(path), plan, None) == cli.lint_path(str(path), plan)
+    assert linting.lint_path_apart(str(path), plan, None) == linting.lint_path(str(path), plan)
 
 
 def test_jobs_give_the_same_output(project):

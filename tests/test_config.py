@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import pytest
 
-from gradguard import cli, files, noqa, server
+from gradguard import cli, files, noqa, run, server
+from gradguard.settings import Resolver
 from gradguard import config as configuration
 from gradguard.checker import check_source
 from gradguard.rules import ALL_RULES
@@ -134,7 +135,7 @@ def test_each_configuration_is_read_once_and_jobs_agree(project, monkeypatch):
 
 def test_plans_pickle_with_their_options(project):
     project("pyproject.toml", '[tool.gradguard.rules.data-write]\nallow-in = ["init_*"]\n')
-    resolver = cli.Resolver(cli.check_options())
+    resolver = Resolver(cli.check_options())
     plan = resolver.plan_for("a.py")
     assert plan.options == (("GG302", (("allow-in", ("init_*",)),)),)
     assert pickle.loads(pickle.dumps(plan)) == plan
@@ -146,7 +147,7 @@ def test_the_language_server_resolves_each_document_as_check_does(project, tmp_p
     for relative, codes in [("leaf.py", "GG101"), ("sub/leaf.py", "GG302"),
                             ("sub/deeper/leaf.py", "GG302")]:
         plan, finder = settings.plan(str(tmp_path / relative), tmp_path)
-        assert (codes in plan.codes) and plan == cli.Resolver(cli.check_options()).plan_for(
+        assert (codes in plan.codes) and plan == Resolver(cli.check_options()).plan_for(
             relative)
     project("sub/deeper/pyproject.toml", '[tool.gradguard]\nselect = ["GG1"]\n'
                                          'extend-exclude = ["skip"]\n# longer\n')
@@ -552,7 +553,7 @@ def test_add_noqa_writes_atomically_what_it_read(project, monkeypatch):
         written.append((target, expected))
         return real(target, data, expected)
 
-    monkeypatch.setattr(cli, "write_atomically", spy)
+    monkeypatch.setattr(run, "write_atomically", spy)
     assert gg("check", "--add-noqa", "a.py").exit_code == 0
     assert written == [("a.py", LEAF.encode())]
 
@@ -560,7 +561,7 @@ def test_add_noqa_writes_atomically_what_it_read(project, monkeypatch):
         raise files.FileChangedError(str(target))
 
     path.write_text(LEAF)
-    monkeypatch.setattr(cli, "write_atomically", changed)
+    monkeypatch.setattr(run, "write_atomically", changed)
     result = gg("check", "--add-noqa", "a.py")
     assert result.exit_code == 2 and "changed on disk" in result.stderr
 

@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 from click.testing import CliRunner
 
-from gradguard import cli, progress
+from gradguard import cli, linting, progress
 from gradguard.progress import Progress
 
 
@@ -157,10 +157,10 @@ def test_lint_all_counts_every_file(tmp_path, jobs):
         path = tmp_path / f"m{i}.py"
         path.write_text("x = (\n" if i % 2 else "x = 1\n")
         paths.append(str(path))
-    plan = cli.Plan(codes=frozenset({"GG001"}), rules=(), per_file_ignores=(), roots=())
+    plan = linting.Plan(codes=frozenset({"GG001"}), rules=(), per_file_ignores=(), roots=())
     terminal, clock = Terminal(), Clock()
     shown = Progress(len(paths), terminal, delay=0, clock=clock, columns=60)
-    outcomes = cli.lint_all(paths, plan, jobs, shown)
+    outcomes = linting.lint_all(paths, plan, jobs, shown)
     assert [o.path for o in outcomes] == paths  # in order, whatever finished first
     assert [bool(o.findings) for o in outcomes] == [bool(i % 2) for i in range(20)]
     assert shown.done == 20 and "20/20 files" in terminal.getvalue()
@@ -170,8 +170,8 @@ def test_check_erases_the_bar_before_the_summary(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for i in range(3):
         (tmp_path / f"m{i}.py").write_text("x = (\n")
-    monkeypatch.setattr(cli.progress, "wanted", lambda stream, quiet: not quiet)
-    monkeypatch.setattr(cli.progress, "Progress", partial(Progress, delay=0, columns=60))
+    monkeypatch.setattr(progress, "wanted", lambda stream, quiet: not quiet)
+    monkeypatch.setattr(progress, "Progress", partial(Progress, delay=0, columns=60))
     result = CliRunner().invoke(cli.main, ["check", "-j", "2"], catch_exceptions=False)
     assert "3/3 files" in result.stderr
     bar_text, summary = result.stderr.rsplit("\r", 1)
@@ -185,7 +185,7 @@ def test_check_erases_the_bar_before_the_summary(tmp_path, monkeypatch):
 def test_no_bar_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(cli.progress, "Progress", partial(Progress, delay=0, columns=60))
+    monkeypatch.setattr(progress, "Progress", partial(Progress, delay=0, columns=60))
     result = CliRunner().invoke(cli.main, ["check"], catch_exceptions=False)
     assert result.stderr == "No findings, 1 file checked\n"
 

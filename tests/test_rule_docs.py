@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from oracle import EXPECTATIONS
 
-from gradguard import cli, ruledoc
+from gradguard import linting, ruledoc
 from gradguard.rules import ALL_RULES
 from gradguard.selection import known_codes
 from gradguard.rules.base import FIXABILITY
@@ -40,9 +40,9 @@ def _blocks(code: str, title: str) -> list[str]:
 def _findings(source: str, path: str) -> list[tuple[str, int]]:
     """What ``check --select ALL`` reports: every rule, ``noqa`` applied (and GG900, which
     judges the ``noqa`` comments)."""
-    plan = cli.Plan(codes=frozenset(known_codes()), rules=ALL_RULES, per_file_ignores=(),
+    plan = linting.Plan(codes=frozenset(known_codes()), rules=ALL_RULES, per_file_ignores=(),
                     roots=())
-    return sorted((f.code, f.line) for f in cli.lint_source(path, source, plan).findings)
+    return sorted((f.code, f.line) for f in linting.lint_source(path, source, plan).findings)
 
 
 @pytest.mark.parametrize("code", RULES)

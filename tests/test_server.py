@@ -101,14 +101,14 @@ def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
     the subprocess) to give every GG101 a hand-built fix, safe for ``mul_``, unsafe else."""
     patch = textwrap.dedent("""
         import sys
-        from gradguard import cli
+        from gradguard import cli, server
         from gradguard.findings import Edit, Fix
         from dataclasses import replace
 
-        lint_source = cli.lint_source
+        lint_source = server.lint_source
 
-        def with_fixes(path, source, plan):
-            outcome = lint_source(path, source, plan)
+        def with_fixes(path, source, plan, **given):
+            outcome = lint_source(path, source, plan, **given)
             for index, finding in enumerate(outcome.findings):
                 op = "mul" if "mul_" in finding.message else "add"
                 safe = op == "mul"
@@ -117,7 +117,7 @@ def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
                 outcome.findings[index] = replace(finding, fix=fix)
             return outcome
 
-        cli.lint_source = with_fixes
+        server.lint_source = with_fixes
         sys.argv = ["gradguard", "server", *sys.argv[1:]]
         cli.main(prog_name="gradguard")
     """)
@@ -321,14 +321,14 @@ def test_the_same_text_again_is_not_parsed_again(monkeypatch):
     parses = []
     parse = checker.cst.parse_module
     monkeypatch.setattr(checker.cst, "parse_module", lambda text: parses.append(1) or parse(text))
-    monkeypatch.setattr(checker, "KEEP_LAST_PARSE", True)  # as the server sets it
+    editor = checker.Session(keep_last_parse=True)  # as the server makes it
     text = BUGGY + "# a text no other test parses\n"
-    first = checker.check_source(text, "train.py")
-    assert checker.check_source(text, "train.py") == first and len(parses) == 1
+    first = checker.check_source(text, "train.py", session=editor)
+    assert checker.check_source(text, "train.py", session=editor) == first and len(parses) == 1
     assert [f.code for f in first] == ["GG101"] and first[0].end_col == 10
-    checker.check_source(CLEAN, "train.py")
+    checker.check_source(CLEAN, "train.py", session=editor)
     assert len(parses) == 2
-    monkeypatch.setattr(checker, "KEEP_LAST_PARSE", False)  # the command line's default
-    checker.check_source(text, "train.py")
-    checker.check_source(text, "train.py")
+    command_line = checker.Session()  # the command line's default: the tree is not kept
+    checker.check_source(text, "train.py", session=command_line)
+    checker.check_source(text, "train.py", session=command_line)
     assert len(parses) == 4

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
 
-from gradguard import callers  # a module, not its names: callers imports the engine too
 from gradguard.engine.common import _all_params
 from gradguard.engine.summaries import (
     HeapReads,
@@ -91,8 +90,10 @@ class UserCalls:
         other files count the same (``gradguard.callers``)."""
         if Tri.NO in self.caller_grads.get(id(definition), ()):
             return Tri.MAYBE
-        return Tri.MAYBE if callers.called_without_grad_elsewhere(self.interpreter, definition) \
-            else Tri.YES
+        project = self.interpreter.project
+        elsewhere = project is not None and \
+            project.callers.called_without_grad_elsewhere(self.interpreter, definition)
+        return Tri.MAYBE if elsewhere else Tri.YES
 
     @property
     def current_module(self):

@@ -17,7 +17,7 @@ through the interpreter; see ``docs/design.md``.
 from __future__ import annotations
 
 import traceback
-from typing import Callable, Hashable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -35,12 +35,15 @@ from gradguard.engine.statements import Statements
 from gradguard.engine.tensors import Tensors
 from gradguard.engine.torch_calls import TorchCalls
 from gradguard.facts import Tri
+from gradguard.modulescope import ModuleScope
 from gradguard.positions import Positions
-from gradguard.project import ModuleScope, Project
 from gradguard.rules.base import handlers_of
 from gradguard.state import Heap, State
 from gradguard.values import ClassVal, Imported, Instance, ModuleObj
 from gradguard.walk import child_nodes
+
+if TYPE_CHECKING:  # the project runs the interpreter on the modules a file imports
+    from gradguard.project import Project
 
 # (node, code, message, fix, site): ``site`` is the analysed code's call that led to the
 # node when the node is in another file's code (see ``Interpreter.call_site``).
