@@ -1,8 +1,8 @@
 """What gradguard knows about the torch API: the tables generated from torch, their readers
 and the names of the ops they describe. Linting reads the tables and never imports torch.
 
-Each table is a JSON file in ``rules/data/``, written by a tool in ``tools/`` from the
-installed torch (``tools/regenerate.sh`` runs them all) and read here by ``_load``:
+Each table is a JSON file in ``data/`` beside this file, written by a tool in ``tools/``
+from the installed torch (``tools/regenerate.sh`` runs them all) and read here by ``_load``:
 
 ========================  =================================  ===============================
 file                      written by                         keyed by
@@ -24,7 +24,16 @@ layer, ``linalg.X``, ``special.X``, ``fft.X`` for those namespaces. Overloads ar
 an entry's ``scalar_overloads`` holds what its overload for a Python number saves (``pow``),
 and ``min``/``max`` with a second tensor are ``minimum``/``maximum``. Arguments inside an
 entry are keyed by position (``"0"`` the receiver or first argument), a layer's parameters
-by name. ``saved_ops`` reads ``saved_tensors.json`` first, then ``saved_opinfo.json`` and
+by name. A saved-tensor entry (``saved_ops``) is::
+
+    {"saved_args": {"1": [0]},  # argument 1 is saved if argument 0 requires grad; []: if
+                                # the result does
+     "saves_result": true,      # the output is saved
+     "saved_outputs": [1],      # a multi-output op's saved outputs, by index
+     "scalar_overloads": {"1": {...}},  # the entry when argument 1 is a Python number
+     "forward_args": ["input"]}         # a layer's forward inputs, in order
+
+All but ``saved_args`` may be absent. ``saved_ops`` reads ``saved_tensors.json`` first, then ``saved_opinfo.json`` and
 ``saved_moduleinfo.json`` for the ops it lacks, then gives each alias its op's entry.
 
 To teach the engine one more op that saves its input, add the op's entry under its key to
@@ -238,7 +247,7 @@ class TorchAPI:
 
 
 def _read(name: str) -> dict:
-    path = resources.files("gradguard.rules").joinpath(f"data/{name}")
+    path = resources.files("gradguard.knowledge").joinpath(f"data/{name}")
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
