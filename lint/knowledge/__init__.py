@@ -33,8 +33,9 @@ by name. A saved-tensor entry (``saved_ops``) is::
      "scalar_overloads": {"1": {...}},  # the entry when argument 1 is a Python number
      "forward_args": ["input"]}         # a layer's forward inputs, in order
 
-All but ``saved_args`` may be absent. ``saved_ops`` reads ``saved_tensors.json`` first, then ``saved_opinfo.json`` and
-``saved_moduleinfo.json`` for the ops it lacks, then gives each alias its op's entry.
+All but ``saved_args`` may be absent. ``saved_ops`` reads ``saved_tensors.json`` first,
+then ``saved_opinfo.json`` and ``saved_moduleinfo.json`` for the ops it lacks, then gives
+each alias its op's entry.
 
 To teach the engine one more op that saves its input, add the op's entry under its key to
 the table its generator writes (or teach the generator, and rerun it); no engine code
@@ -273,7 +274,8 @@ def _load() -> TorchAPI:
     data["rsample_saves"] = _read("rsample_saves.json").get("saves_result", {})
     # a pointwise op's functional form is pointwise too (``F.relu``), under its own key
     pointwise = data.get("pointwise_ops", [])
-    data["pointwise_ops"] = pointwise + [OpName("F", name).key() for name in pointwise]
+    data["pointwise_ops"] = pointwise + [
+        OpName.of("torch.nn.functional", name).key() for name in pointwise]
     return TorchAPI(data)
 
 
