@@ -6,7 +6,7 @@ everything it does is legal torch except the autograd mistakes gradguard is abou
 
 * tensors: leaves that require grad (``torch.rand(..., requires_grad=True)``,
   ``nn.Parameter``), plain tensors, results of ops;
-* ops drawn from the linter's own knowledge (``rules/data``: every pointwise op it has a
+* ops drawn from the linter's own knowledge (``lint/knowledge/data``: every pointwise op it has a
   saved-tensor entry for that torch runs on these tensors), and operators, methods and
   ``F`` functions with scalar and tensor overloads;
 * views and indexing (``t()``, ``view``, ``[0]``, ``detach()``, ``.data``);

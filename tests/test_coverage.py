@@ -1,7 +1,7 @@
 """What gradguard knows of torch (tools/coverage.py), checked against torch's own test
 databases: every op_db OpInfo is known or deliberately unknown with a reason, every layer
 module_db covers is known or left out by the probe, a seeded sample of
-rules/data/saved_opinfo.json agrees with a fresh probe of its samples, and the README's
+lint/knowledge/data/saved_opinfo.json agrees with a fresh probe of its samples, and the README's
 table is what the script prints.
 
 op_db needs numpy and expecttest (the ``test`` extra installs them).
@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
-SHIPPED = json.loads((ROOT / "rules" / "data" / "saved_opinfo.json").read_text())["ops"]
+SHIPPED = json.loads((ROOT / "lint" / "knowledge" / "data" / "saved_opinfo.json").read_text())["ops"]
 
 # Re-probed every run: entries whose keys come from a lambda or a keyword argument, then a
 # seeded sample of the rest.
@@ -49,7 +49,7 @@ def coverage():
     pytest.importorskip("numpy", reason="op_db needs numpy (the test extra)")
     pytest.importorskip("expecttest", reason="op_db needs expecttest (the test extra)")
     import torch
-    version = json.loads((ROOT / "rules" / "data" / "saved_tensors.json").read_text())
+    version = json.loads((ROOT / "lint" / "knowledge" / "data" / "saved_tensors.json").read_text())
     if torch.__version__.split("+")[0] != version["torch_version"].split("+")[0]:
         pytest.skip(f"the data is for torch {version['torch_version']}")
     return _tool("coverage")

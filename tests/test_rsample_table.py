@@ -1,4 +1,4 @@
-"""rules/data/rsample_saves.json: which distributions' ``rsample()`` result is saved.
+"""lint/knowledge/data/rsample_saves.json: which distributions' ``rsample()`` result is saved.
 
 The table is plain JSON (the linter reads it without torch). Where torch is importable it is
 re-derived here with tools/probe_rsample.py (saved_tensors_hooks and version counters on
@@ -16,7 +16,7 @@ import pytest
 from gradguard.knowledge import TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE_PATH = ROOT / "rules" / "data" / "rsample_saves.json"
+TABLE_PATH = ROOT / "lint" / "knowledge" / "data" / "rsample_saves.json"
 TABLE = json.loads(TABLE_PATH.read_text())
 
 

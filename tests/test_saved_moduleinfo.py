@@ -1,4 +1,4 @@
-"""rules/data/saved_moduleinfo.json: what the layers of torch's module database save.
+"""lint/knowledge/data/saved_moduleinfo.json: what the layers of torch's module database save.
 
 Written by ``tools/probe_moduleinfo.py --write`` for the ``nn.X`` layers that
 ``saved_tensors.json`` lacks. The JSON checks need no torch; where torch and its module
@@ -15,10 +15,10 @@ import pytest
 from gradguard.knowledge import TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "rules" / "data" / "saved_moduleinfo.json"
+PATH = ROOT / "lint" / "knowledge" / "data" / "saved_moduleinfo.json"
 DATA = json.loads(PATH.read_text())
 OPS = DATA["ops"]
-TABLE = json.loads((ROOT / "rules" / "data" / "saved_tensors.json").read_text())["ops"]
+TABLE = json.loads((ROOT / "lint" / "knowledge" / "data" / "saved_tensors.json").read_text())["ops"]
 REPROBED = ["nn.Softmin", "nn.Hardswish", "nn.Conv3d", "nn.RNNCell", "nn.ZeroPad2d"]
 
 

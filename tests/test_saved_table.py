@@ -1,4 +1,4 @@
-"""rules/data/saved_tensors.json: which tensors autograd saves for backward.
+"""lint/knowledge/data/saved_tensors.json: which tensors autograd saves for backward.
 
 The table is plain JSON (loading it needs no torch). Where torch is importable, a sample of ~30
 entries is re-checked against torch at test time with the probe in tools/probe_saved_tensors.py
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE_PATH = ROOT / "rules" / "data" / "saved_tensors.json"
+TABLE_PATH = ROOT / "lint" / "knowledge" / "data" / "saved_tensors.json"
 TABLE = json.loads(TABLE_PATH.read_text())
 OPS = TABLE["ops"]
 
@@ -180,6 +180,6 @@ def test_parameter_positions_match_torch(probe):
                                                   ROOT / "tools" / "gen_signatures.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    shipped = json.loads((ROOT / "rules" / "data" / "signatures.json").read_text())["params"]
+    shipped = json.loads((ROOT / "lint" / "knowledge" / "data" / "signatures.json").read_text())["params"]
     assert shipped["clamp"] == {"input": 0, "min": 1, "max": 2}
     assert {op: tool.positions(op) for op in shipped} == shipped

@@ -49,7 +49,7 @@ from gradguard.engine.expressions import BINARY_OPS
 from gradguard.engine.tensors import NUMBER_METHODS
 from gradguard.knowledge import TORCH
 
-DATA = Path(__file__).resolve().parent.parent / "rules" / "data"
+DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
 
 NAMESPACES = {"torch": (torch, ""), "Tensor": (torch.Tensor, ""), "F": (F, "F."),
               "linalg": (torch.linalg, "linalg."), "special": (torch.special, "special."),

@@ -1,4 +1,4 @@
-"""Write ``rules/data/aliases.json``: the aliases torch's own test database declares.
+"""Write ``lint/knowledge/data/aliases.json``: the aliases torch's own test database declares.
 
 Each ``OpInfo`` in ``torch.testing._internal.common_methods_invocations.op_db`` lists the
 names that are the same operator (``arcsin`` is ``asin``, ``special.expit`` is ``sigmoid``,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from probe_opinfo import op_db, table_name, torch  # noqa: E402 - tools/ is sys.path[0]
 
-OUT = Path(__file__).resolve().parent.parent / "rules" / "data" / "aliases.json"
+OUT = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data" / "aliases.json"
 
 
 def main() -> None:

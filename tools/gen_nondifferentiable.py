@@ -1,4 +1,4 @@
-"""Write ``rules/data/non_differentiable.json``: the ops whose result never requires grad
+"""Write ``lint/knowledge/data/non_differentiable.json``: the ops whose result never requires grad
 (``argmax``, ``eq``, ``isnan``, ``searchsorted``, ``long``), so that
 ``(logits.argmax(1) == y).float().mean().backward()`` is known to raise.
 

@@ -1,4 +1,4 @@
-"""Generate ``rules/data/saved_tensors.json``: which tensors autograd saves for backward.
+"""Generate ``lint/knowledge/data/saved_tensors.json``: which tensors autograd saves for backward.
 
 The linter flags an in-place mutation of a tensor that an earlier op saved for backward (backward
 then raises "one of the variables needed for gradient computation has been modified by an inplace
@@ -95,7 +95,7 @@ with warnings.catch_warnings():  # torch warns at import when numpy is missing
     from torchgen.packaged.autograd.load_derivatives import load_derivatives
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "rules" / "data" / "saved_tensors.json"
+OUT = ROOT / "lint" / "knowledge" / "data" / "saved_tensors.json"
 PACKAGED = Path(torchgen.__file__).resolve().parent / "packaged"
 DERIVATIVES = PACKAGED / "autograd" / "derivatives.yaml"
 NATIVE = PACKAGED / "ATen" / "native" / "native_functions.yaml"

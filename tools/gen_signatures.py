@@ -1,4 +1,4 @@
-"""Write ``rules/data/signatures.json``: for each op of the saved-tensor table, the
+"""Write ``lint/knowledge/data/signatures.json``: for each op of the saved-tensor table, the
 positions of its parameters by name, so that ``torch.clamp(a, min=lo)`` gives ``lo`` the
 key ``"1"`` the table uses for ``min``.
 
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional
 from torch.overrides import get_testing_overrides
 
-DATA = Path(__file__).resolve().parent.parent / "rules" / "data"
+DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
 NAMESPACES = {"F": torch.nn.functional, "linalg": torch.linalg, "special": torch.special,
               "fft": torch.fft, "masked": getattr(torch, "masked", None)}
 

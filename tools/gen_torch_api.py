@@ -1,4 +1,4 @@
-"""Generate ``rules/data/torch_api.json``: facts about the installed torch for the linter.
+"""Generate ``lint/knowledge/data/torch_api.json``: facts about the installed torch for the linter.
 
 The linter runs without torch, so this script (``python tools/gen_torch_api.py`` from the repo
 root) introspects torch once. Every list is sorted; rerunning on the same torch gives the same file.
@@ -89,7 +89,7 @@ with warnings.catch_warnings():  # torch warns at import when numpy is missing
     import torch.nn as nn
     import torch.nn.functional as F
 
-OUT = Path(__file__).resolve().parent.parent / "rules" / "data" / "torch_api.json"
+OUT = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data" / "torch_api.json"
 
 # Hand-written inputs. MODULE_CTOR_ARGS is the only table of facts; the rest are probes/names.
 MODULE_CTOR_ARGS = {

@@ -8,12 +8,12 @@ combination of the inputs and parameters that require grad, float32 and float64;
 mode, ``inplace=False``). The keys are those of ``module_variant``: the ``forward``
 parameter names of the tensor inputs (``input``, ``target``, ``query``), then the
 parameter and buffer names. It deduces one table entry per layer, compares it with the
-``nn.X`` entries of ``rules/data/saved_tensors.json`` and prints the coverage:
+``nn.X`` entries of ``lint/knowledge/data/saved_tensors.json`` and prints the coverage:
 
     python tools/probe_moduleinfo.py                   # every ModuleInfo, a summary
     python tools/probe_moduleinfo.py nn.Softmin        # some, with their entries
     python tools/probe_moduleinfo.py --json out.json   # every entry
-    python tools/probe_moduleinfo.py --write           # rules/data/saved_moduleinfo.json
+    python tools/probe_moduleinfo.py --write           # lint/knowledge/data/saved_moduleinfo.json
 
 Precision first: a layer's entry keeps a save only where every sample (every constructor
 configuration) and both dtypes agree on it exactly, condition included; the keys left out
@@ -23,13 +23,13 @@ the forward returns (``return_indices=True``), only output 0 is described. Sampl
 feed an empty tensor (a batch of 0, where torch skips the saves) are left out, and more
 than SAMPLES samples are thinned at random (seeded).
 
-The report also cross-checks the layer facts of ``rules/data/torch_api.json``
+The report also cross-checks the layer facts of ``lint/knowledge/data/torch_api.json``
 (``module_parameters`` and the flags of ``module_flags``, written by
 ``tools/gen_torch_api.py``): the parameters they predict for each sample's constructor
 arguments against those the layer really has.
 
 ``--write`` ships the entries of the layers the table lacks (public ``torch.nn`` classes
-whose samples recorded a graph) as ``rules/data/saved_moduleinfo.json``; the linter reads
+whose samples recorded a graph) as ``lint/knowledge/data/saved_moduleinfo.json``; the linter reads
 them below ``saved_tensors.json``. It needs what ``module_db`` imports (``numpy``,
 ``expecttest``); the linter and its tests do not.
 """
@@ -56,7 +56,7 @@ with warnings.catch_warnings():
     from torch.nn.modules.lazy import LazyModuleMixin
     from torch.testing._internal.common_modules import module_db
 
-DATA = Path(__file__).resolve().parent.parent / "rules" / "data"
+DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
 TABLE = DATA / "saved_tensors.json"
 API = DATA / "torch_api.json"
 OUT = DATA / "saved_moduleinfo.json"

@@ -7,12 +7,12 @@ hand-written cases of ``probe_saved_tensors.py`` (``saved_tensors_hooks`` and ve
 counters, every combination of the inputs that require grad, float32 and float64) and
 deduces the table entry: which arguments are saved, under which requires-grad conditions,
 and whether the output is. It then compares with the table the linter ships
-(``rules/data/saved_tensors.json``) and prints the coverage:
+(``lint/knowledge/data/saved_tensors.json``) and prints the coverage:
 
     python tools/probe_opinfo.py                  # every OpInfo, a summary
     python tools/probe_opinfo.py sigmoid mul      # some, with their entries
     python tools/probe_opinfo.py --json out.json  # every entry
-    python tools/probe_opinfo.py --write          # rules/data/saved_opinfo.json
+    python tools/probe_opinfo.py --write          # lint/knowledge/data/saved_opinfo.json
 
 It needs what ``op_db`` imports (``numpy``, ``expecttest``); the linter does not.
 
@@ -27,7 +27,7 @@ top-level torch calls, and the keys are read off the one call of the public func
 object identity, which must return what ``op`` returns. A tensor that does not reach that
 call as it is (``lambda a, b: torch.svd_lowrank(a @ b.mT)``) leaves the OpInfo unkeyed.
 
-``--write`` ships, as ``rules/data/saved_opinfo.json``, the entries of the names the table
+``--write`` ships, as ``lint/knowledge/data/saved_opinfo.json``, the entries of the names the table
 lacks (the linter reads them for names ``saved_tensors.json`` does not know) that are exact:
 the OpInfos deciding the name were keyed, recorded a graph and deduced without widening. A
 name's plain OpInfo (the default call) decides it, a variant being one overload or option
@@ -56,7 +56,7 @@ with warnings.catch_warnings():
     from torch.overrides import TorchFunctionMode
     from torch.testing._internal.common_methods_invocations import op_db
 
-DATA = Path(__file__).resolve().parent.parent / "rules" / "data"
+DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
 TABLE = DATA / "saved_tensors.json"
 OUT = DATA / "saved_opinfo.json"
 SAMPLES = 2  # samples of each OpInfo observed

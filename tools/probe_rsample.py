@@ -5,10 +5,10 @@ which saves its output for backward: a write through the sample's ``.data`` (the
 straight-through trick written as ``y.data.copy_(hard)``) silently changes the gradient.
 ``Normal(loc, scale).rsample()`` ends in ``loc + eps * scale``, which saves nothing of its
 output. The linter cannot run torch, so this script writes the answer for every
-``torch.distributions`` class that has ``rsample`` into ``rules/data/rsample_saves.json``:
+``torch.distributions`` class that has ``rsample`` into ``lint/knowledge/data/rsample_saves.json``:
 
     python tools/probe_rsample.py           # print the table
-    python tools/probe_rsample.py --write   # rules/data/rsample_saves.json
+    python tools/probe_rsample.py --write   # lint/knowledge/data/rsample_saves.json
 
 How one class is observed (``observe``): each variant of its constructor arguments is run
 with every non-empty subset of its tensor arguments requiring grad, in float32 and float64,
@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 import torch.distributions as D
 
-OUT = Path(__file__).resolve().parent.parent / "rules" / "data" / "rsample_saves.json"
+OUT = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data" / "rsample_saves.json"
 INPLACE_ERROR = "modified by an inplace operation"
 DTYPES = (torch.float32, torch.float64)
 SAMPLE_SHAPES = ((), (2,))

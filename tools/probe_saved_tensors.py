@@ -1,6 +1,6 @@
 """Probe torch at run time: which tensors does autograd save for backward?
 
-Used by ``tools/gen_saved_tensors.py`` (which writes ``rules/data/saved_tensors.json``), by
+Used by ``tools/gen_saved_tensors.py`` (which writes ``lint/knowledge/data/saved_tensors.json``), by
 ``tests/test_saved_table.py`` (which re-checks a sample of that table against torch), and by the
 probes of torch's own test databases (``tools/probe_opinfo.py``, ``tools/probe_moduleinfo.py``:
 their samples become variants through ``copied``). Running this file directly
@@ -642,7 +642,8 @@ def build_cases() -> list[Case]:
         _fn("true_divide", (T(*M), T(*M))), _fn("maximum", (T(*M), T(*M))),
         _fn("minimum", (T(*M), T(*M))), _fn("atan2", (T(*M), T(*M))),
         _fn("exp", (T(*M),)), _fn("log", (T(*M),)), _fn("sigmoid", (T(*M),)),
-        _fn("tanh", (T(*M),)), _fn("relu", (T(*M),)), _fn("sqrt", (T(*M),)),
+        _fn("tanh", (T(*M),)), _fn("relu", (T(*M),)), _fn("selu", (T(*M),)),
+        _fn("sqrt", (T(*M),)),
         _fn("rsqrt", (T(*M),)), _fn("sin", (T(*M),)), _fn("cos", (T(*M),)),
         _fn("abs", (T(*M),)), _fn("neg", (T(*M),)), _fn("reciprocal", (T(*M),)),
         _fn("square", (T(*M),)), _fn("log1p", (T(*M),)), _fn("expm1", (T(*M),)),

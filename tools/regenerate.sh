@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate every data file the linter ships (rules/data/*.json) from the installed torch.
+# Regenerate every data file the linter ships (lint/knowledge/data/*.json) from the installed torch.
 # Usage (repo root or anywhere): tools/regenerate.sh   [uses $PYTHON, default: python]
 set -euo pipefail
 cd "$(dirname "$0")/.."

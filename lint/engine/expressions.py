@@ -23,11 +23,12 @@ from gradguard.engine.containers import (
     iterated,
 )
 from gradguard.engine.room import Room
+from gradguard.engine.saved import INDEX
 from gradguard.events import (
     IndexKind,
 )
 from gradguard.facts import Origin, TensorFacts, Tri
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -153,7 +154,8 @@ class Expressions(Room):
             # would write each subexpression again)
             operands = {"0": (left, node.left), "1": (right, node.right)}
             return self.tensors.op_result(st, node, (left, right),
-                                  BINARY_OPS.get(type(node.operator), "op"), operands)
+                                  OpName.of("operator", BINARY_OPS.get(type(node.operator), "op")),
+                                  operands)
         if is_number(left) and is_number(right):
             return NUMBER
         return UNKNOWN
@@ -170,7 +172,7 @@ class Expressions(Room):
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
         operand = self.evaluate(node.expression, st)
         if isinstance(operand, TensorRef):
-            return self.tensors.op_result(st, node, (operand,), "neg")
+            return self.tensors.op_result(st, node, (operand,), OpName.of("operator", "neg"))
         if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
                 and isinstance(operand.value, (int, float)):
             return Const(-operand.value)
@@ -266,8 +268,8 @@ class Expressions(Room):
         if isinstance(base, TensorRef):
             kind, indices = self.read_index(node, st)
             if kind in (IndexKind.BASIC, IndexKind.WHOLE):  # reading t[:] gives a view
-                return self.tensors.view_of(st, node, base, "select")
-            result = self.tensors.op_result(st, node, (base,), "index")  # a copy, or a view
+                return self.tensors.view_of(st, node, base, OpName.of("operator", "select"))
+            result = self.tensors.op_result(st, node, (base,), INDEX)  # a copy, or a view
             self.saved.save_indices(st, node, indices, result, source_text(node))
             return result
         index = None
@@ -480,7 +482,8 @@ class Expressions(Room):
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
     def positional_operands(self, node: cst.Call, args: list,
-                            receiver: Optional[tuple] = None, op: str = "") -> dict:
+                            receiver: Optional[tuple] = None,
+                            op: Optional[OpName] = None) -> dict:
         """Argument key -> (value, text) for the saved-tensor table: the receiver of a
         method is argument 0, then the positional arguments in order, then the keyword
         arguments at the positions ``op``'s signature gives their names."""
@@ -491,7 +494,7 @@ class Expressions(Room):
                 keywords.append((arg.keyword.value, (value, arg.value)))
             elif not arg.star:
                 operands[str(len(operands))] = (value, arg.value)  # written if saved
-        positions = TORCH.parameter_positions.get(op, {})
+        positions = TORCH.parameter_positions.get(op.key(), {}) if op is not None else {}
         for name, operand in keywords:
             if name in positions:
                 operands.setdefault(str(positions[name]), operand)

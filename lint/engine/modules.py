@@ -20,7 +20,7 @@ from gradguard.engine.containers import (
 from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -46,8 +46,9 @@ class Modules(Room):
         if attr in parameters_of(module):
             obj = (module.obj, attr)
             if obj not in st.heap:
+                layer = layer_op(module.kind).display()
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
-                                                    f"a parameter of `nn.{module.kind}`")
+                                                    f"a parameter of `{layer}`")
             self.engine.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
         if attr in _flag_parameters(module.kind):
@@ -187,13 +188,13 @@ class Modules(Room):
                                                         or value.children))]
         if not layers:
             return self.tensors.new_tensor(st, id(node), UNKNOWN_TENSOR)
-        extra = frozenset()
+        extra, forward = frozenset(), OpName.of(module.info.name, "forward")
         value = args[0] if args else UNKNOWN
         if st.grad is Tri.YES and (
                 self.tensors.requires_grad_of(st, value) is Tri.YES or len(layers) > 1):
             self.saved.note_owner(module)
             record = SaveRecord((self.tensors.contextual(id(node)), PARAMS), (module.obj, PARAMS),
-                                f"{module.info.name}.forward", node,
+                                forward.display(), node,
                                 Prose(f"the parameters of `{source_text(node.func)}`"))
             self.saved.add_saves(st, [record])
             extra = frozenset((record,))
@@ -202,8 +203,7 @@ class Modules(Room):
             else TensorRef((module.obj, PARAMS))
         if parameters != Const(None) and (module.obj, PARAMS) not in st.heap:
             st.heap[(module.obj, PARAMS)] = self.parameter_facts(st, module, node, "a parameter")
-        output = self.tensors.op_result(st, node, [*args, parameters],
-                                        f"{module.info.name}.forward",
+        output = self.tensors.op_result(st, node, [*args, parameters], forward,
                                 extra_saves=extra)
         if module.info.forward_arity > 1:  # forward returns a tuple: each output has the graph
             return Seq((output,) * module.info.forward_arity)
@@ -228,7 +228,7 @@ class Modules(Room):
         inplace = Tri.NO
         if kind in TORCH.inplace_modules:
             flag = self.expressions.argument(node, args, "inplace",
-                                             TORCH.inplace_positions.get(f"nn.{kind}"))
+                                             TORCH.inplace_positions.get(layer_op(kind).key()))
             inplace = Tri.NO if flag is None else tri_of(flag)
         parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
@@ -271,7 +271,7 @@ class Modules(Room):
         """Calling a torch layer (each layer of an ``nn.Sequential`` in turn). A layer of an
         ``nn.Sequential`` gets ``input_text`` (what it is fed) and one input; a direct call
         (``input_text`` None) passes the call's own arguments."""
-        value = args[0] if args else UNKNOWN
+        value, op = args[0] if args else UNKNOWN, layer_op(module.kind)
         direct = input_text is None
         if input_text is None:
             input_text = source_text(node.args[0].value) if node.args else Prose("the input")
@@ -284,7 +284,8 @@ class Modules(Room):
                     return UNKNOWN
                 previous = module.children[position - 1] if position else None
                 text = input_text if previous is None else Prose(
-                    f"the output of `nn.{previous.kind}`" if isinstance(previous, ModuleObj)
+                    f"the output of `{layer_op(previous.kind).display()}`"
+                    if isinstance(previous, ModuleObj)
                     else f"the output of `{previous.info.name}`")
                 name = module.names[position] if len(module.names) == len(module.children) \
                     else None
@@ -295,8 +296,7 @@ class Modules(Room):
             return value
         if module.inplace is Tri.YES:
             self.tensors.emit_inplace(st, node, value, input_text,
-                              f"`nn.{module.kind}(inplace=True)`{within}",
-                              method=f"nn.{module.kind}", site=site,
+                              f"`{op.display()}(inplace=True)`{within}", method=op, site=site,
                               flag=_flag_of(module))
             return value
         operands = forward_operands(node, module.kind, args) if direct \
@@ -311,11 +311,11 @@ class Modules(Room):
             operands[name] = (parameter, f"{label}.{name}" if label is not None
                               else Prose(f"the layer's `{name}`"))
             inputs.append(parameter)
-        entry = TORCH.saved_ops.get(f"nn.{module.kind}", {})
+        entry = TORCH.saved_ops.get(op.key(), {})
         if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
-            return self.tensors.outputs_of(st, node, f"nn.{module.kind}", inputs, operands,
+            return self.tensors.outputs_of(st, node, op, inputs, operands,
                                    entry.get("saved_outputs") or [], site)
-        return self.tensors.op_result(st, node, inputs, f"nn.{module.kind}", operands, site=site)
+        return self.tensors.op_result(st, node, inputs, op, operands, site=site)
 
 
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
@@ -327,7 +327,7 @@ def _flag_of(module: ModuleObj) -> tuple:
     assignment that set it last (``act.inplace = True``), else the call that built it."""
     if module.inplace_at is not None:
         return module.inplace_at, None
-    return module.origin, TORCH.inplace_positions.get(f"nn.{module.kind}")
+    return module.origin, TORCH.inplace_positions.get(layer_op(module.kind).key())
 
 
 def parameters_known(module: ModuleObj) -> bool:
@@ -338,7 +338,12 @@ def parameters_known(module: ModuleObj) -> bool:
 def forward_names(kind: str) -> list:
     """A layer's ``forward`` parameter names in order, as the saved-tensor table keys its
     inputs (``["input1", "input2"]`` for ``nn.Bilinear``); ``["input"]`` if unknown."""
-    return TORCH.saved_ops.get(f"nn.{kind}", {}).get("forward_args") or ["input"]
+    return TORCH.saved_ops.get(layer_op(kind).key(), {}).get("forward_args") or ["input"]
+
+
+def layer_op(kind: str) -> OpName:
+    """The op a torch layer class names (``nn.Linear``)."""
+    return OpName.of("torch.nn", kind)
 
 
 def forward_operands(node: cst.Call, kind: str, args: list) -> dict:

@@ -17,7 +17,7 @@ from gradguard.events import (
     SaveRecord,
 )
 from gradguard.facts import SaveSet, Tri
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -110,7 +110,7 @@ class SavedTensors(Room):
                 pending.append(current.element)
         return frozenset(found)
 
-    def record_saves(self, st: State, node: cst.CSTNode, op: str, operands: dict,
+    def record_saves(self, st: State, node: cst.CSTNode, op: OpName, operands: dict,
                      result: Optional[TensorRef], display: str,
                      site: Optional[Hashable] = None,
                      inplace_self: Optional[Tri] = None) -> frozenset:
@@ -119,7 +119,7 @@ class SavedTensors(Room):
         new records (to add to the result's ``saves``). ``inplace_self``: the op writes its
         result into operand 0, which required grad so before the write; autograd keeps a
         copy of that old value, and a saved output is recorded elsewhere."""
-        entry = _entry(op, node, operands)
+        entry = _entry(op.key(), node, operands)
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
         result_requires_grad = self.tensors.facts(st, result).requires_grad if result else Tri.MAYBE
@@ -155,7 +155,7 @@ class SavedTensors(Room):
         self.add_saves(st, records)
         return frozenset(records)
 
-    def save_inplace_operands(self, st: State, node: cst.CSTNode, target: TensorRef, op: str,
+    def save_inplace_operands(self, st: State, node: cst.CSTNode, target: TensorRef, op: OpName,
                               operands: dict, display: str, self_requires_grad: Tri) -> None:
         """An in-place op (``a.mul_(b)``, ``a *= b``, ``torch.clamp_(a, min=lo)``) saves of
         its other operands what its out-of-place form ``op`` saves, under the conditions
@@ -172,7 +172,7 @@ class SavedTensors(Room):
         if not indices or not isinstance(result, TensorRef):
             return
         self._join_graph(st, result, frozenset().union(*(
-            self.record_saves(st, node, "index", {"1": index}, result, display,
+            self.record_saves(st, node, INDEX, {"1": index}, result, display,
                               site=(id(node), position))
             for position, index in enumerate(indices))))
 
@@ -280,6 +280,9 @@ class SavedTensors(Room):
             if mutation.save in needed:
                 self.engine.dispatch("saved_tensor_mutated",
                                      SavedTensorMutated(mutation, node, how))
+
+
+INDEX = OpName.of("operator", "index")  # what ``a[i]`` calls
 
 
 def _operand_tensors(key: str, value: Value, text) -> list:

@@ -12,7 +12,7 @@ from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
 from gradguard.events import InplaceWrite
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -182,16 +182,19 @@ class Statements(Room):
         operand = self.expressions.evaluate(node.value, st)
         if isinstance(current, TensorRef) and operator is not None:
             before = self.tensors.requires_grad_of(st, current)
-            op = TORCH.operators.get(operator[:-1], "")  # a **= e is a.pow_(e)
+            name = TORCH.operators.get(operator[:-1], "")  # a **= e is a.pow_(e)
+            op = OpName.of("operator", name)
+            method = OpName.of("operator", f"{name}_") if name else None
             if self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
-                                         operands=[operand], method=f"{op}_" if op else None):
+                                         operands=[operand], method=method):
                 self.saved.save_inplace_operands(
                     st, node, current, op,
                     {"0": (current, node.target), "1": (operand, node.value)}, operator,
                     before)
             return st  # the same object, changed in place
         if isinstance(current, TensorRef) or isinstance(operand, TensorRef):
-            result = self.tensors.op_result(st, node, (current, operand), "matmul", {
+            result = self.tensors.op_result(st, node, (current, operand),
+                                            OpName.of("operator", "matmul"), {
                 "0": (current, source_text(node.target)), "1": (operand, source_text(node.value))})
         elif current is NUMBER or isinstance(current, Const):
             result = NUMBER if operand is NUMBER or isinstance(operand, Const) else UNKNOWN

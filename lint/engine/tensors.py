@@ -19,7 +19,7 @@ from gradguard.events import (
     SaveRecord,
 )
 from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -86,13 +86,14 @@ class Tensors(Room):
         return result
 
     def op_result(self, st: State, node: cst.CSTNode, inputs: Iterable[Value],
-                  producer: str, operands: Optional[dict] = None,
+                  producer: OpName, operands: Optional[dict] = None,
                   extra_saves: Iterable = (),
                   site: Optional[Hashable] = None) -> TensorRef:
         """A fresh tensor computed from ``inputs`` (requires grad if any input does).
 
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
+        display = producer.display()
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         for value in inputs:
@@ -106,19 +107,18 @@ class Tensors(Room):
                     dropped |= {(node, "term")}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
-        if producer.removeprefix("torch.") in TORCH.non_differentiable:
-            requires_grad, why = Tri.NO, Origin(node, f"`{producer}` is not differentiable")
+        if producer.key() in TORCH.non_differentiable:
+            requires_grad, why = Tri.NO, Origin(node, f"`{display}` is not differentiable")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
-            requires_grad=requires_grad, is_leaf=~requires_grad, producer=producer,
+            requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
             dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs)))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
-            table_name = producer[6:] if producer.startswith("torch.") else producer
-            graphs.append(self.saved.record_saves(st, node, table_name, operands, result,
-                                                  producer, site))
+            graphs.append(self.saved.record_saves(st, node, producer, operands, result, display,
+                                                  site))
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
 
@@ -126,10 +126,9 @@ class Tensors(Room):
         """``t.t_()``, ``t.data = u``: the tensor's layout is no longer known."""
         st.heap[tensor.obj] = self.facts(st, tensor).evolve(contiguous=Tri.MAYBE)
 
-    def _pointwise_layout(self, st: State, producer: str, inputs: Iterable[Value]) -> Tri:
+    def _pointwise_layout(self, st: State, producer: OpName, inputs: Iterable[Value]) -> Tri:
         """A pointwise op of contiguous tensors (and numbers) gives a contiguous tensor."""
-        name = producer.removeprefix("torch.").removeprefix("F.")
-        if name not in TORCH.pointwise_ops:
+        if producer.key() not in TORCH.pointwise_ops:
             return Tri.MAYBE
         for value in inputs:
             if isinstance(value, TensorRef):
@@ -149,7 +148,7 @@ class Tensors(Room):
             return self.saves_of(st, value.element)
         return EMPTY_SAVES
 
-    def outputs_of(self, st: State, node: cst.Call, op: str, inputs: list, operands: dict,
+    def outputs_of(self, st: State, node: cst.Call, op: OpName, inputs: list, operands: dict,
                    saved_outputs: list, site: Optional[Hashable] = None) -> Value:
         """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
         graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
@@ -158,39 +157,42 @@ class Tensors(Room):
             self.save_output(st, node, output, "output 0", op, site)
         return Seq((output, UNKNOWN))
 
-    def save_output(self, st: State, node: cst.CSTNode, output: TensorRef, key: str, op: str,
+    def save_output(self, st: State, node: cst.CSTNode, output: TensorRef, key: str, op: OpName,
                     site: Optional[Hashable] = None) -> None:
         """``output`` is saved for backward by ``op``, which computed it (when ``output``
         requires grad and a graph is recorded); ``key`` names the save among the op's."""
         facts = self.facts(st, output)
         if facts.requires_grad is not Tri.YES or st.grad is not Tri.YES:
             return
-        record = SaveRecord((self.contextual(site or id(node)), key), output.obj, op, node, "")
+        record = SaveRecord((self.contextual(site or id(node)), key), output.obj, op.display(),
+                            node, "")
         self.saved.add_saves(st, [record])
         st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
 
-    def view_of(self, st: State, node: Hashable, base: TensorRef, producer: str,
+    def view_of(self, st: State, node: Hashable, base: TensorRef, producer: OpName,
                 multi_view: bool = False) -> TensorRef:
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
-        keeps_layout = producer.removeprefix("torch.") in SHAPE_VIEWS
+        keeps_layout = producer.key() in SHAPE_VIEWS
         return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
-            created_with_grad=st.grad, producer=producer, saves=base_facts.saves,
+            created_with_grad=st.grad, producer=producer.display(), saves=base_facts.saves,
             multi_view=multi_view, function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE))
 
     def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
-                 producer: str) -> Optional[TensorRef]:
+                 producer: OpName) -> Optional[TensorRef]:
         """``reshape``, ``flatten``, ``ravel``, ``contiguous`` of a tensor known to be
         contiguous: a view of it (``contiguous()``: the tensor itself); None when its
         layout is unknown (a view or a copy)."""
         if self.facts(st, tensor).contiguous is not Tri.YES \
-                or producer.removeprefix("torch.") not in RESHAPES:
+                or producer.key() not in RESHAPES:
             return None
-        return tensor if producer == "contiguous" else self.view_of(st, node, tensor, producer)
+        if producer.key() == "contiguous":
+            return tensor
+        return self.view_of(st, node, tensor, producer)
 
-    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: str) -> Value:
+    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: OpName) -> Value:
         """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
         if not isinstance(base, TensorRef):
             return UNKNOWN
@@ -236,7 +238,7 @@ class Tensors(Room):
 
     def emit_inplace(self, st: State, node: cst.CSTNode, target: Value,
                      target_node: cst.CSTNode | str, operation: str,
-                     index: Optional[IndexKind] = None, method: Optional[str] = None,
+                     index: Optional[IndexKind] = None, method: Optional[OpName] = None,
                      site: Optional[Hashable] = None, operands: Iterable[Value] = (),
                      flag: Optional[tuple] = None) -> bool:
         """A write into ``target``'s storage: tell the rules, and note which saved
@@ -284,11 +286,12 @@ class Tensors(Room):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
         if method is not None and _relayouts(method):
             self.forget_layout(st, target)
-        if method in TORCH.inplace_saves_result and facts.requires_grad is Tri.YES \
-                and st.grad is Tri.YES and not _scalar_form(method, operands):
+        if method is not None and method.key() in TORCH.inplace_saves_result \
+                and facts.requires_grad is Tri.YES and st.grad is Tri.YES \
+                and not _scalar_form(method, operands):
             # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
-            record = SaveRecord((self.contextual(site or id(node)), "result"), counter, method,
-                                node, text)
+            record = SaveRecord((self.contextual(site or id(node)), "result"), counter,
+                                method.display(), node, text)
             self.saved.add_saves(st, [record])
             st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
         if operands:  # through ``.data`` the base is another tensor: it stays out of the graph
@@ -326,7 +329,7 @@ class Tensors(Room):
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
                 created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`")))
         if attr in TORCH.view_attributes:
-            return self.view_of(st, node, base, attr)
+            return self.view_of(st, node, base, OpName.of("Tensor", attr))
         if attr == "grad":
             facts = self.facts(st, base)
             if facts.is_leaf is Tri.NO and facts.requires_grad is Tri.YES \
@@ -353,6 +356,7 @@ class Tensors(Room):
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
                       args: list) -> Value:
         receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
+        op = OpName.of("Tensor", name)
         if name == "requires_grad_":
             flag = self.expressions.argument(node, args, "requires_grad", 0)
             self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
@@ -380,11 +384,11 @@ class Tensors(Room):
         if name in TORCH.inplace_methods:  # one finding per chain: at its first write
             before = self.requires_grad_of(st, tensor)
             if self.emit_inplace(st, inplace_chain_head(node), tensor, receiver_node,
-                                 f"`{name}`", method=name, operands=args):
+                                 f"`{name}`", method=op, operands=args):
                 operands = self.expressions.positional_operands(
-                    node, args, (tensor, source_text(receiver_node)), name[:-1])
-                self.saved.save_inplace_operands(st, node, tensor, name[:-1], operands, name,
-                                                 before)
+                    node, args, (tensor, source_text(receiver_node)), op.out_of_place())
+                self.saved.save_inplace_operands(st, node, tensor, op.out_of_place(), operands,
+                                                 op.display(), before)
             return tensor
         if name == "backward":
             # Tensor.backward(gradient, retain_graph, create_graph)
@@ -397,21 +401,21 @@ class Tensors(Room):
         if name == "detach":
             return self.detached(st, node, tensor, "`.detach()`")
         if name in TORCH.view_methods:
-            return self.view_of(st, node, tensor, name)
+            return self.view_of(st, node, tensor, op)
         if name in TORCH.multi_view_methods:
-            return self.multi_views(st, node, tensor, name)
+            return self.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" or args else UNKNOWN
         if name in TORCH.non_tensor_methods or name in ("backward", "register_hook",
                                                         "retain_grad", "tolist", "numpy"):
             return UNKNOWN
         if name in TORCH.maybe_view_methods:
-            view = self.reshaped(st, node, tensor, name)
+            view = self.reshaped(st, node, tensor, op)
             if view is not None:
                 return view
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
             if name in TORCH.non_differentiable:  # ``.long()``: an integer tensor
-                return self.op_result(st, node, [tensor], name)
+                return self.op_result(st, node, [tensor], op)
             facts = self.facts(st, tensor)
             requires_grad = facts.requires_grad & st.grad
             return self.new_tensor(st, id(node), TensorFacts(
@@ -421,8 +425,8 @@ class Tensors(Room):
             return self.torch.factory(st, node, args, f"`{name}`")
         if name in TORCH.torch_functions or name == "clone":
             operands = self.expressions.positional_operands(
-                node, args, (tensor, source_text(receiver_node)), name)
-            return self.op_result(st, node, [tensor, *args], name, operands)
+                node, args, (tensor, source_text(receiver_node)), op)
+            return self.op_result(st, node, [tensor, *args], op, operands)
         return UNKNOWN
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
@@ -470,14 +474,14 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
                             "stride", "storage_offset", "ndimension", "get_device"})
 
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
-SNAPSHOTS = frozenset({"clone", "copy", "contiguous"})
+SNAPSHOTS = frozenset(OpName.of("Tensor", name) for name in ("clone", "copy", "contiguous"))
 
 
-def _scalar_form(method: str, operands: list) -> bool:
+def _scalar_form(method: OpName, operands: list) -> bool:
     """Whether the in-place ``method`` may be its overload that saves no output: the
     table's ``inplace_scalar_overloads`` (``a.pow_(2)`` is ``pow_.Scalar``) where the
     operand is not known to be a tensor."""
-    for key in TORCH.inplace_scalar_overloads.get(method, {}):
+    for key in TORCH.inplace_scalar_overloads.get(method.key(), {}):
         position = int(key) - 1  # the operands follow the receiver, key 0
         if position >= len(operands) or not isinstance(operands[position], TensorRef):
             return True
@@ -491,7 +495,8 @@ SHAPE_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", 
 RESHAPES = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
 
 
-def _relayouts(method: str) -> bool:
+def _relayouts(method: OpName) -> bool:
     """Whether the in-place ``method`` may change its tensor's layout (``t_``,
     ``transpose_``, ``as_strided_``, ``resize_``, ``set_``)."""
-    return method[:-1] in TORCH.view_methods or method in ("set_", "resize_", "resize_as_")
+    return method.out_of_place().key() in TORCH.view_methods \
+        or method.key() in ("set_", "resize_", "resize_as_")

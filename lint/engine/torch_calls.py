@@ -9,7 +9,7 @@ from gradguard.engine.common import _retains, source_text, tri_of
 from gradguard.engine.room import Room
 from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TORCH, OpName
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -52,8 +52,10 @@ class TorchCalls(Room):
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
         arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if qualname in TORCH.grad_mode_contexts:  # keyed by the name the code calls
+            return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
         if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
-            return self._torch_function(st, node, name, args, arg0)
+            return self._torch_function(st, node, OpName.of("torch", name), args, arg0)
         if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
             if isinstance(arg0, TensorRef):
                 return self.tensors.tensor_method(st, node, arg0, name, args[1:])
@@ -68,7 +70,7 @@ class TorchCalls(Room):
                 requires_grad=requires_grad, is_leaf=Tri.YES,
                 grad_origin=Origin(node, "`nn.Parameter`", parameter=True), contiguous=layout))
         if namespace == "torch.nn.functional":
-            return self._functional(st, node, name, args, arg0)
+            return self._functional(st, node, OpName.of(namespace, name), args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):
             retain = self.expressions.argument(node, args, "retain_graph")
             create = self.expressions.argument(node, args, "create_graph")
@@ -90,13 +92,11 @@ class TorchCalls(Room):
         if namespace.startswith("torch.distributions") and name[:1].isupper():
             return Distribution(name, tuple(args))
         if namespace in ("torch.linalg", "torch.special", "torch.fft"):
-            return self._namespaced_op(st, node, f"{namespace[6:]}.{name}", args)
+            return self._namespaced_op(st, node, OpName.of(namespace, name), args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
         if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
             return self.modules.build_module(node, name, args)
-        if qualname in TORCH.grad_mode_contexts:
-            return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
         return UNKNOWN
 
     def distribution_method(self, st: State, node: cst.Call, distribution: Distribution,
@@ -105,19 +105,19 @@ class TorchCalls(Room):
         distribution's inputs (``sample()`` and the like: one with no graph). The sample of
         a class whose ``rsample`` ends in an op that saves its output (by
         ``tools/probe_rsample.py``) is saved for backward."""
+        op = OpName.of("distribution", name)
         if name in DISTRIBUTION_NO_GRAD:
-            return self.tensors.op_result(st, node, [], name)
+            return self.tensors.op_result(st, node, [], op)
         inputs = [*distribution.inputs, *args]
-        result = self.tensors.op_result(st, node, inputs, f"distribution.{name}")
+        result = self.tensors.op_result(st, node, inputs, op)
         if name == "rsample" and distribution.kind in TORCH.rsample_saves_result:
-            self.tensors.save_output(st, node, result, "result", f"{distribution.kind}.rsample")
+            self.tensors.save_output(st, node, result, "result",
+                                     OpName.of(distribution.kind, "rsample"))
         return result
 
-    def _torch_function(self, st, node, name, args, arg0) -> Value:
-        context = TORCH.grad_mode_contexts.get(f"torch.{name}")
-        if context is not None:
-            return self._grad_mode(st, context, args, node)
-        self._out_argument(st, node, f"torch.{name}", args)
+    def _torch_function(self, st, node, op: OpName, args, arg0) -> Value:
+        name = op.name
+        self._out_argument(st, node, op, args)
         if name == "Variable":
             volatile = self.expressions.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
@@ -140,28 +140,28 @@ class TorchCalls(Room):
             if self.tensors.emit_inplace(st, node, arg0,
                                          node.args[0].value if node.args else node,
                                          f"`torch.{name}`", operands=args[1:]):
-                operands = self.expressions.positional_operands(node, args, op=name[:-1])
-                self.saved.save_inplace_operands(st, node, arg0, name[:-1], operands,
-                                                 f"torch.{name}", before)
+                operands = self.expressions.positional_operands(node, args, op.out_of_place())
+                self.saved.save_inplace_operands(st, node, arg0, op.out_of_place(), operands,
+                                                 op.display(), before)
             return arg0
         if name in TORCH.view_functions and isinstance(arg0, TensorRef):
-            return self.tensors.view_of(st, node, arg0, f"torch.{name}")
+            return self.tensors.view_of(st, node, arg0, op)
         if name in TORCH.maybe_view_functions and isinstance(arg0, TensorRef):
-            view = self.tensors.reshaped(st, node, arg0, f"torch.{name}")
+            view = self.tensors.reshaped(st, node, arg0, op)
             if view is not None:
                 return view
         if name in TORCH.multi_view_functions:
-            return self.tensors.multi_views(st, node, arg0, f"torch.{name}")
+            return self.tensors.multi_views(st, node, arg0, op)
         if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
             return arg0  # the compiled module shares the original's parameters
         if name in TORCH.non_tensor_functions or name == "is_tensor":
             return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
         if name in TORCH.torch_functions and name[0].islower():
-            return self.tensors.op_result(st, node, args, f"torch.{name}",
-                                  self.expressions.positional_operands(node, args, op=name))
+            return self.tensors.op_result(st, node, args, op,
+                                          self.expressions.positional_operands(node, args, op=op))
         return UNKNOWN
 
-    def _out_argument(self, st: State, node: cst.Call, op: str, args: list) -> None:
+    def _out_argument(self, st: State, node: cst.Call, op: OpName, args: list) -> None:
         """``torch.add(a, b, out=c)``: the result is written into ``c``, which autograd
         cannot track (torch refuses it where grad is)."""
         inputs_require_grad, out = Tri.NO, None
@@ -172,13 +172,13 @@ class TorchCalls(Room):
                 inputs_require_grad = inputs_require_grad | self.tensors.requires_grad_of(st, value)
         if out is not None:
             self.engine.dispatch("out_argument", OutArgument(
-                node, op, source_text(out[0]), self.tensors.requires_grad_of(st, out[1]),
+                node, op.display(), source_text(out[0]), self.tensors.requires_grad_of(st, out[1]),
                 inputs_require_grad, st.grad))
 
-    def _namespaced_op(self, st: State, node: cst.Call, op: str, args: list) -> Value:
+    def _namespaced_op(self, st: State, node: cst.Call, op: OpName, args: list) -> Value:
         """``torch.linalg.eigh(a)`` and the like; multi-output ops return a tuple whose
         saved outputs are recorded (``saved_outputs`` in the table)."""
-        entry = TORCH.saved_ops.get(op, {})
+        entry = TORCH.saved_ops.get(op.key(), {})
         outputs = entry.get("saved_outputs")
         if not outputs:
             operands = self.expressions.positional_operands(node, args, op=op)
@@ -189,8 +189,7 @@ class TorchCalls(Room):
             facts = self.tensors.facts(st, output)
             if index in outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
                 record = SaveRecord((self.tensors.contextual(id(node)), f"output {index}"),
-                                    output.obj, op, node,
-                                    f"output {index}")
+                                    output.obj, op.display(), node, f"output {index}")
                 self.saved.add_saves(st, [record])
                 st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
             items.append(output)
@@ -199,22 +198,23 @@ class TorchCalls(Room):
             st.heap[item.obj] = self.tensors.facts(st, item).evolve(saves=all_saves)
         return Seq(tuple(items))
 
-    def _functional(self, st, node, name, args, arg0) -> Value:
+    def _functional(self, st, node, op: OpName, args, arg0) -> Value:
+        name = op.name
         if name in TORCH.functional_inplace_functions:
-            self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`F.{name}`",
-                              method=f"F.{name}")
+            self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
+                                      method=op)
             return arg0
         if name in TORCH.functional_inplace_params:
-            flag = self.expressions.argument(node, args, "inplace",
-                                             TORCH.inplace_positions.get(f"F.{name}"))
+            position = TORCH.inplace_positions.get(op.key())
+            flag = self.expressions.argument(node, args, "inplace", position)
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
-                                  f"`F.{name}(..., inplace=True)`", method=f"F.{name}",
-                                  flag=(node, TORCH.inplace_positions.get(f"F.{name}")))
+                                          f"`{op.display()}(..., inplace=True)`", method=op,
+                                          flag=(node, position))
                 return arg0
         if name in TORCH.functional_functions:
-            operands = self.expressions.positional_operands(node, args, op=f"F.{name}")
-            return self.tensors.op_result(st, node, args, f"F.{name}", operands)
+            operands = self.expressions.positional_operands(node, args, op=op)
+            return self.tensors.op_result(st, node, args, op, operands)
         return UNKNOWN
 
     def _grad_mode(self, st: State, effect: str, args: list, node: cst.Call) -> Value:

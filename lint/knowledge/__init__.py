@@ -1,7 +1,45 @@
-"""What gradguard knows about the torch API, loaded from data generated from torch.
+"""What gradguard knows about the torch API: the tables generated from torch, their readers
+and the names of the ops they describe. Linting reads the tables and never imports torch.
 
-``rules/data/torch_api.json`` is written by ``tools/gen_torch_api.py`` from the
-installed torch; linting reads it and never imports torch.
+Each table is a JSON file in ``data/`` beside this file, written by a tool in ``tools/``
+from the installed torch (``tools/regenerate.sh`` runs them all) and read here by ``_load``:
+
+========================  =================================  ===============================
+file                      written by                         keyed by
+========================  =================================  ===============================
+torch_api.json            gen_torch_api.py                   lists of op keys, layer names
+saved_tensors.json        gen_saved_tensors.py               ``ops``: op key; ``operators``:
+                          (+ probe_saved_tensors.py)         Python operator (``*``)
+saved_opinfo.json         probe_opinfo.py --write            ``ops``: op key
+saved_moduleinfo.json     probe_moduleinfo.py --write        ``ops``: op key (``nn.X``)
+aliases.json              gen_aliases.py                     op key -> the op key it aliases
+signatures.json           gen_signatures.py                  ``params``: op key
+non_differentiable.json   gen_nondifferentiable.py           ``ops``: op keys
+rsample_saves.json        probe_rsample.py --write           distribution class name
+========================  =================================  ===============================
+
+An op key is an ``OpName``'s ``key()``: the op's name for ``torch.X``, ``Tensor.X`` and the
+ops Python operators call (``mul``), ``F.X`` for ``torch.nn.functional.X``, ``nn.X`` for a
+layer, ``linalg.X``, ``special.X``, ``fft.X`` for those namespaces. Overloads are not keys:
+an entry's ``scalar_overloads`` holds what its overload for a Python number saves (``pow``),
+and ``min``/``max`` with a second tensor are ``minimum``/``maximum``. Arguments inside an
+entry are keyed by position (``"0"`` the receiver or first argument), a layer's parameters
+by name. A saved-tensor entry (``saved_ops``) is::
+
+    {"saved_args": {"1": [0]},  # argument 1 is saved if argument 0 requires grad; []: if
+                                # the result does
+     "saves_result": true,      # the output is saved
+     "saved_outputs": [1],      # a multi-output op's saved outputs, by index
+     "scalar_overloads": {"1": {...}},  # the entry when argument 1 is a Python number
+     "forward_args": ["input"]}         # a layer's forward inputs, in order
+
+All but ``saved_args`` may be absent. ``saved_ops`` reads ``saved_tensors.json`` first,
+then ``saved_opinfo.json`` and ``saved_moduleinfo.json`` for the ops it lacks, then gives
+each alias its op's entry.
+
+To teach the engine one more op that saves its input, add the op's entry under its key to
+the table its generator writes (or teach the generator, and rerun it); no engine code
+changes.
 """
 
 from __future__ import annotations
@@ -9,6 +47,45 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from importlib import resources
+from typing import NamedTuple
+
+
+class OpName(NamedTuple):
+    """An op as the engine sees it called: its ``namespace`` (``torch``, ``Tensor`` for a
+    method or attribute, ``operator`` for what a Python operator or subscript calls, ``F``,
+    ``nn``, ``linalg``/``special``/``fft``, ``distribution``, or a user class for its
+    ``forward``) and its ``name``. Made by ``OpName.of`` from what the code names."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, namespace: str, name: str) -> "OpName":
+        """The op ``name`` of ``namespace`` as the code resolves it (``torch.nn.functional``
+        is ``F``, ``torch.linalg`` is ``linalg``, ``torch.nn`` is ``nn``)."""
+        return cls(SHORT_NAMESPACES.get(namespace, namespace.removeprefix("torch.")), name)
+
+    def key(self) -> str:
+        """The op's key in the generated tables (the module docstring)."""
+        if self.namespace in UNPREFIXED_NAMESPACES:
+            return self.name
+        return f"{self.namespace}.{self.name}"
+
+    def display(self) -> str:
+        """The op as messages name it: ``torch.exp``, ``exp`` (a method), ``F.relu``."""
+        if self.namespace in ("Tensor", "operator"):
+            return self.name
+        return f"{self.namespace}.{self.name}"
+
+    def out_of_place(self) -> "OpName":
+        """The op an in-place one (``mul_``, ``torch.clamp_``) writes the result of."""
+        return self._replace(name=self.name.removesuffix("_"))
+
+
+# torch modules whose ops the tables and messages name by a short namespace
+SHORT_NAMESPACES = {"torch.nn.functional": "F", "torch.nn": "nn"}
+# namespaces whose ops the tables key by their bare name
+UNPREFIXED_NAMESPACES = frozenset({"torch", "Tensor", "operator"})
 
 
 class TorchAPI:
@@ -171,7 +248,7 @@ class TorchAPI:
 
 
 def _read(name: str) -> dict:
-    path = resources.files("gradguard.rules").joinpath(f"data/{name}")
+    path = resources.files("gradguard.knowledge").joinpath(f"data/{name}")
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
@@ -195,6 +272,10 @@ def _load() -> TorchAPI:
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
     data["rsample_saves"] = _read("rsample_saves.json").get("saves_result", {})
+    # a pointwise op's functional form is pointwise too (``F.relu``), under its own key
+    pointwise = data.get("pointwise_ops", [])
+    data["pointwise_ops"] = pointwise + [
+        OpName.of("torch.nn.functional", name).key() for name in pointwise]
     return TorchAPI(data)
 
 
