@@ -273,7 +273,8 @@ def test_show_settings_with_config_and_command_line(project):
     assert "force-exclude = true" in out
     assert [line for line in out if line.startswith('    "')] == [
         *(f'    "{code}",  # diagnostic: always reported' for code in ("GG001", "GG002", "GG003")),
-        '    "GG101",  # leaf-inplace']
+        '    "GG101",  # leaf-inplace', '    "GG103",  # non-leaf-requires-grad',
+        '    "GG104",  # out-argument-requires-grad']
 
 
 def test_show_settings_of_a_missing_path_is_an_error(project):
