@@ -3,7 +3,7 @@ confirm must be confirmed (a false positive fails the test); misses are measured
 
 The normal run judges PROGRAMS programs (seeds 0 to PROGRAMS - 1). A long run judges N:
 
-    GRADGUARD_FUZZ=20000 python -m pytest tests/test_generated_programs.py -s
+    GRADGUARD_FUZZ=20000 python -m pytest tests/test_generated_programs.py -n0 -s
 
 and prints, per code, the findings, how many torch confirmed, the false positives, the
 findings torch could not judge (another error comes first), the misses (errors a rule

@@ -18,6 +18,7 @@ from gradguard import linting, ruledoc
 from gradguard.rules import ALL_RULES
 from gradguard.selection import known_codes
 from gradguard.rules.base import FIXABILITY
+from torch_runner import TorchRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = {info.code: info for info in ruledoc.rules()}
@@ -68,12 +69,18 @@ def test_example_is_flagged_and_use_instead_is_clean(code):
         assert _findings(block, f"{code}_use_instead.py") == [], block
 
 
-def _run(source: str, path: Path) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def python():
+    """Runs a script as ``python -W ignore:... script.py`` would, each in its own process,
+    forked from one that imported torch once (tests/torch_runner.py)."""
+    runner = TorchRunner(("-W", "ignore:Failed to initialize NumPy"))
+    yield runner
+    runner.close()
+
+
+def _run(python: TorchRunner, source: str, path: Path) -> subprocess.CompletedProcess:
     path.write_text(source, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-W", "ignore:Failed to initialize NumPy", path.name],
-        cwd=path.parent, capture_output=True, text=True, timeout=120,
-    )
+    return python.run(path, timeout=120)
 
 
 def _last_line_in(stderr: str, name: str) -> int:
@@ -83,10 +90,10 @@ def _last_line_in(stderr: str, name: str) -> int:
 
 @needs_torch
 @pytest.mark.parametrize("code", RULES)
-def test_examples_under_torch(code, tmp_path):
+def test_examples_under_torch(code, tmp_path, python):
     for block in _blocks(code, "Example"):
         name = f"{code.lower()}_example.py"
-        run = _run(block, tmp_path / name)
+        run = _run(python, block, tmp_path / name)
         lines = [line for c, line in _findings(block, name) if c == code]
         if code in RAISES:
             message, at_line = RAISES[code]
@@ -99,7 +106,7 @@ def test_examples_under_torch(code, tmp_path):
         else:  # silent: runs, and torch has nothing to say
             assert run.returncode == 0 and run.stderr == "", run.stderr
     for block in _blocks(code, "Use instead"):
-        run = _run(block, tmp_path / f"{code.lower()}_use_instead.py")
+        run = _run(python, block, tmp_path / f"{code.lower()}_use_instead.py")
         assert run.returncode == 0 and run.stderr == "", run.stderr
 
 
