@@ -215,6 +215,10 @@ class TensorFacts:
     # Laid out contiguously (``reshape`` and ``contiguous`` then alias it): a factory's
     # output, and a pointwise op's or a shape view's of contiguous tensors.
     contiguous: Tri = Tri.MAYBE
+    # Requires grad only by the assumption that a module's ``forward`` receives activations
+    # that do: an argument of ``forward``, or computed from such only. Whether it is a leaf
+    # is then unknown in fact (raw input data is a leaf that requires no grad).
+    assumed_grad: bool = False
 
     def join(self, other: "TensorFacts") -> "TensorFacts":
         if self == other:
@@ -236,6 +240,7 @@ class TensorFacts:
             rewrapped=self.rewrapped if self.rewrapped == other.rewrapped else None,
             dropped_terms=self.dropped_terms & other.dropped_terms,
             contiguous=self.contiguous.join(other.contiguous),
+            assumed_grad=self.assumed_grad or other.assumed_grad,
         )
 
     def evolve(self, **changes) -> "TensorFacts":

@@ -105,7 +105,7 @@ class Definitions(Room):
                 for param in params[1:]:  # activations: they require grad
                     if param.default is None:
                         activation = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO,
-                                                 producer="input")
+                                                 producer="input", assumed_grad=True)
                         tensor = self.tensors.new_tensor(st, id(param), activation)
                         st.bind(param.name.value, tensor)
             st.heap.merge(self_value.info.heap)

@@ -96,11 +96,15 @@ class Tensors(Room):
         display = producer.display()
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
+        assumed = known = False  # inputs requiring grad by assumption only; in fact
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
             graphs.append(self.saves_of(st, value))
             if isinstance(value, TensorRef):
                 facts = self.facts(st, value)
+                if facts.requires_grad is Tri.YES:
+                    assumed, known = assumed or facts.assumed_grad, \
+                        known or not facts.assumed_grad
                 why = why or facts.why_no_grad
                 dropped |= facts.dropped_terms
                 if producer not in SNAPSHOTS and self.cut_parameter(st, value):
@@ -113,7 +117,8 @@ class Tensors(Room):
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
-            dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs)))
+            dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs),
+            assumed_grad=assumed and not known))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -178,7 +183,8 @@ class Tensors(Room):
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
             created_with_grad=st.grad, producer=producer.display(), saves=base_facts.saves,
             multi_view=multi_view, function_view=base_facts.function_view,
-            contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE))
+            contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
+            assumed_grad=base_facts.assumed_grad))
 
     def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
                  producer: OpName) -> Optional[TensorRef]:
@@ -435,9 +441,9 @@ class Tensors(Room):
         when the statement surely sets ``requires_grad`` (not ``setattr(x, name, v)`` of a
         name not known), ``method`` for ``requires_grad_()``."""
         facts = self.facts(st, tensor)
-        if text is not None:
+        if text is not None:  # an activation's leafness is an assumption, not a fact
             self.engine.dispatch("requires_grad_set", RequiresGradSet(
-                node, text, flag, method, facts.is_leaf))
+                node, text, flag, method, Tri.MAYBE if facts.assumed_grad else facts.is_leaf))
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves (or keeps the flag): nothing changes
         if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
