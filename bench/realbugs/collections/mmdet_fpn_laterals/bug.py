@@ -35,7 +35,8 @@ class FPN(nn.Module):
         used_backbone_levels = len(laterals)
         for i in range(used_backbone_levels - 1, 0, -1):
             prev_shape = laterals[i - 1].shape[2:]
-            laterals[i - 1] += F.interpolate(laterals[i], size=prev_shape, **self.upsample_cfg)  # culprit: GG201
+            laterals[i - 1] += F.interpolate(  # culprit: GG201
+                laterals[i], size=prev_shape, **self.upsample_cfg)
         outs = [self.fpn_convs[i](laterals[i]) for i in range(used_backbone_levels)]
         return tuple(outs)
 

@@ -29,7 +29,8 @@ class FusedSemanticHead(nn.Module):
         self.lateral_convs = nn.ModuleList(
             ConvModule(in_channels, in_channels, 1) for _ in range(self.num_ins))
         self.convs = nn.ModuleList(
-            ConvModule(in_channels if i == 0 else conv_out_channels, conv_out_channels, 3, padding=1)
+            ConvModule(in_channels if i == 0 else conv_out_channels, conv_out_channels, 3,
+                       padding=1)
             for i in range(self.num_convs))
         self.conv_logits = nn.Conv2d(conv_out_channels, num_classes, 1)
 

@@ -27,7 +27,8 @@ class PAFPN(FPN):
         super().__init__(in_channels, out_channels)
         levels = len(in_channels)
         self.downsample_convs = nn.ModuleList(
-            ConvModule(out_channels, out_channels, 3, stride=2, padding=1) for _ in range(levels - 1))
+            ConvModule(out_channels, out_channels, 3, stride=2, padding=1)
+            for _ in range(levels - 1))
         self.pafpn_convs = nn.ModuleList(
             ConvModule(out_channels, out_channels, 3, padding=1) for _ in range(levels - 1))
 
@@ -41,7 +42,8 @@ class PAFPN(FPN):
         for i in range(0, used_backbone_levels - 1):
             inter_outs[i + 1] = inter_outs[i + 1] + self.downsample_convs[i](inter_outs[i])
         outs = [inter_outs[0]]
-        outs.extend([self.pafpn_convs[i - 1](inter_outs[i]) for i in range(1, used_backbone_levels)])
+        outs.extend([self.pafpn_convs[i - 1](inter_outs[i])
+                     for i in range(1, used_backbone_levels)])
         return tuple(outs)
 
 

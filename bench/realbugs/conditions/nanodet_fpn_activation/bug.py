@@ -37,7 +37,8 @@ class FPN(nn.Module):
         laterals = [lateral_conv(inputs[i]) for i, lateral_conv in enumerate(self.lateral_convs)]
         used_backbone_levels = len(laterals)
         for i in range(used_backbone_levels - 1, 0, -1):
-            laterals[i - 1] += F.interpolate(laterals[i], scale_factor=2, mode="bilinear")  # culprit: GG201
+            laterals[i - 1] += F.interpolate(  # culprit: GG201
+                laterals[i], scale_factor=2, mode="bilinear")
         outs = [laterals[i] for i in range(used_backbone_levels)]
         return tuple(outs)
 

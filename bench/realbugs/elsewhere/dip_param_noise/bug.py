@@ -39,4 +39,5 @@ before = [p.detach().clone() for p in net.parameters() if p.dim() == 4]
 optimizer.zero_grad()
 closure()
 after = [p.detach() for p in net.parameters() if p.dim() == 4]
-assert all(not torch.equal(b, a) for b, a in zip(before, after)), "parameter noise was never applied"
+changed = all(not torch.equal(b, a) for b, a in zip(before, after))
+assert changed, "parameter noise was never applied"

@@ -1,4 +1,7 @@
-"""The noise is added into the parameters in place, under torch.no_grad() (an update, not part of the graph)."""
+"""The noise is added into the parameters in place, under torch.no_grad().
+
+It is an update of the weights, not part of the graph.
+"""
 import torch
 from torch import nn
 
@@ -35,4 +38,5 @@ before = [p.detach().clone() for p in net.parameters() if p.dim() == 4]
 optimizer.zero_grad()
 closure()
 after = [p.detach() for p in net.parameters() if p.dim() == 4]
-assert all(not torch.equal(b, a) for b, a in zip(before, after)), "parameter noise was never applied"
+changed = all(not torch.equal(b, a) for b, a in zip(before, after))
+assert changed, "parameter noise was never applied"

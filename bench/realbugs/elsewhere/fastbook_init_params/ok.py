@@ -1,4 +1,7 @@
-"""The nudge is an update of the parameter, so it runs under torch.no_grad() (the PR proposes .data)."""
+"""The nudge is an update of the parameter, so it runs under torch.no_grad().
+
+(The PR proposes `.data`; the book now uses torch.no_grad().)
+"""
 import torch
 
 

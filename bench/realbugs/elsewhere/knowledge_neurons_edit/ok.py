@@ -49,11 +49,14 @@ def edit_knowledge(model, kn_bag, ori_id, tgt_id, lambda_list_1, lambda_list_2):
     tgt_emb = model.bert.embeddings.word_embeddings.weight[tgt_id]
     with torch.no_grad():
         for i, (layer, pos) in enumerate(kn_bag):
-            model.bert.encoder.layer[layer].output.dense.weight[:, pos] -= ori_pred_emb * lambda_list_1[i]
-            model.bert.encoder.layer[layer].output.dense.weight[:, pos] += tgt_emb * lambda_list_2[i]
+            model.bert.encoder.layer[layer].output.dense.weight[:, pos] -= (
+                ori_pred_emb * lambda_list_1[i])
+            model.bert.encoder.layer[layer].output.dense.weight[:, pos] += (
+                tgt_emb * lambda_list_2[i])
 
 
 torch.manual_seed(0)
 model = BertForMaskedLM()
 kn_bag = [(0, 3), (2, 7)]
-edit_knowledge(model, kn_bag, ori_id=5, tgt_id=9, lambda_list_1=[1.0, 1.0], lambda_list_2=[2.0, 2.0])
+edit_knowledge(model, kn_bag, ori_id=5, tgt_id=9,
+               lambda_list_1=[1.0, 1.0], lambda_list_2=[2.0, 2.0])

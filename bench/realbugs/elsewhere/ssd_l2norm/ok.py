@@ -28,7 +28,9 @@ class SSD(nn.Module):
             ("pool4", nn.MaxPool2d(2)),
             ("conv7", nn.Conv2d(8, 8, 3, padding=1)),
         ]))
-        self.Extra = nn.Sequential(OrderedDict([("extra1_2", nn.Conv2d(8, 8, 3, padding=1, stride=2))]))
+        self.Extra = nn.Sequential(OrderedDict([
+            ("extra1_2", nn.Conv2d(8, 8, 3, padding=1, stride=2)),
+        ]))
         self.pred_layers = ["conv4_3", "conv7", "extra1_2"]
         self.L2Norm = nn.ModuleList([L2Norm(8, 20)])
         self.norm_layers = ["conv4_3"]

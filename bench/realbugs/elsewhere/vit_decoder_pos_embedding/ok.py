@@ -7,7 +7,8 @@ class Transformer(nn.Module):
     def __init__(self, dim, depth, mlp_dim):
         super().__init__()
         self.layers = nn.ModuleList(
-            nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, dim))
+            nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, mlp_dim), nn.GELU(),
+                          nn.Linear(mlp_dim, dim))
             for _ in range(depth))
 
     def forward(self, x):
