@@ -1,0 +1,68 @@
+"""mmocr FPEM_FFM: the fused maps alias the first FPEM's outputs and are summed in place.
+
+Source: https://github.com/open-mmlab/mmocr/pull/884
+Shape: collections
+Symptom: modified by an inplace operation
+"""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SeparableConv2d(nn.Module):
+    def __init__(self, in_channels, out_channels, stride=1):
+        super().__init__()
+        self.depthwise_conv = nn.Conv2d(in_channels, in_channels, 3, padding=1, stride=stride,
+                                        groups=in_channels)
+        self.pointwise_conv = nn.Conv2d(in_channels, out_channels, 1)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.pointwise_conv(self.depthwise_conv(x)))
+
+
+class FPEM(nn.Module):
+    def __init__(self, in_channels=4):
+        super().__init__()
+        self.up_add1 = SeparableConv2d(in_channels, in_channels, 1)
+        self.up_add2 = SeparableConv2d(in_channels, in_channels, 1)
+        self.down_add1 = SeparableConv2d(in_channels, in_channels, 2)
+        self.down_add2 = SeparableConv2d(in_channels, in_channels, 2)
+
+    def forward(self, c2, c3, c4):
+        c3 = self.up_add1(self._upsample_add(c4, c3))
+        c2 = self.up_add2(self._upsample_add(c3, c2))
+        c3 = self.down_add1(self._upsample_add(c3, c2))
+        c4 = self.down_add2(self._upsample_add(c4, c3))
+        return c2, c3, c4
+
+    def _upsample_add(self, x, y):
+        return F.interpolate(x, size=y.size()[2:]) + y
+
+
+class FPEM_FFM(nn.Module):
+    def __init__(self, conv_out=4, fpem_repeat=2):
+        super().__init__()
+        self.fpems = nn.ModuleList(FPEM(conv_out) for _ in range(fpem_repeat))
+
+    def forward(self, x):
+        c2, c3, c4 = x
+        for i, fpem in enumerate(self.fpems):
+            c2, c3, c4 = fpem(c2, c3, c4)
+            if i == 0:
+                c2_ffm = c2
+                c3_ffm = c3
+                c4_ffm = c4
+            else:
+                c2_ffm += c2  # culprit: GG201
+                c3_ffm += c3  # culprit: GG201
+                c4_ffm += c4  # culprit: GG201
+        c4 = F.interpolate(c4_ffm, c2_ffm.size()[-2:], mode="bilinear")
+        c3 = F.interpolate(c3_ffm, c2_ffm.size()[-2:], mode="bilinear")
+        return torch.cat([c2_ffm, c3, c4], dim=1)
+
+
+torch.manual_seed(0)
+neck = FPEM_FFM()
+feats = (torch.randn(1, 4, 16, 16), torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4))
+neck(feats).mean().backward()
