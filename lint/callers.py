@@ -55,8 +55,6 @@ from gradguard.knowledge import TORCH
 from gradguard.reads import note_read
 
 if TYPE_CHECKING:
-    import libcst as cst
-
     from gradguard.project import Project
 
 MAX_FILES = 2000  # Python files in a tree that is indexed; a bigger tree gives no callers
@@ -111,18 +109,6 @@ class Callers:
         """The grad modes (``Tri``) of the calls of the module-level function ``name`` of
         the file at ``path`` made in the project's other files; empty when none is known."""
         return self._ask(project, path, name, off_only=False)
-
-    def called_without_grad_elsewhere(self, interpreter, definition: "cst.FunctionDef") -> bool:
-        """Whether ``definition``, a module-level function of a file on disk, is called
-        with grad off in another file of the interpreter's project (False for any other
-        function, and for one whose body cannot matter: ``relevance``, it writes, builds
-        and steps nothing)."""
-        project, path = interpreter.project, interpreter.scope.path
-        if project is None or path is None \
-                or not any(statement is definition for statement in interpreter.module.body) \
-                or not interpreter.calls.worth_following(definition):
-            return False
-        return self.called_without_grad(project, path, definition.name.value)
 
     def called_without_grad(self, project: "Project", path: str, name: str) -> bool:
         """Whether some call of ``name`` in another file is made with grad off: ``Tri.NO

@@ -197,7 +197,7 @@ class Project:
         interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
                                   project=self, scope=scope, bodies=False)
         interpreter.run()
-        scope.imports = interpreter.imported
+        scope.imports = interpreter.file.imported
         return scope
 
 
