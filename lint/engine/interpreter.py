@@ -36,7 +36,7 @@ from gradguard.engine.statements import Statements
 from gradguard.engine.tensors import Tensors
 from gradguard.engine.torch_calls import TorchCalls
 from gradguard.facts import Tri
-from gradguard.knowledge import TORCH, TorchAPI
+from gradguard.knowledge import TorchAPI, load
 from gradguard.modulescope import ModuleScope
 from gradguard.positions import Positions
 from gradguard.rules.base import handlers_of
@@ -54,14 +54,17 @@ Report = Callable[[cst.CSTNode, str, str, object, Optional[cst.CSTNode]], None]
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
             positions: Positions, path: Optional[str] = None,
             project: Optional[Project] = None, text: Optional[str] = None,
-            options: Optional[Mapping[str, Mapping[str, object]]] = None) -> "Interpreter":
+            options: Optional[Mapping[str, Mapping[str, object]]] = None,
+            knowledge: Optional[TorchAPI] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
-    in ``options`` (by code); rule failures are appended to ``failures``. The project
-    keeps the module's bindings for the files that import it later."""
+    in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
+    loader's); rule failures are appended to ``failures``. The project keeps the
+    module's bindings for the files that import it later."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
-                              scope=scope, options=options)
+                              scope=scope, options=options,
+                              knowledge=knowledge if knowledge is not None else load())
     interpreter.run()
     if project is not None and path is not None and text is not None:
         scope.imports = interpreter.file.imported
@@ -77,8 +80,8 @@ class Interpreter:
     def __init__(self, module: cst.Module, rules, report: Report, failures: list,
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
-                 options: Optional[Mapping[str, Mapping[str, object]]] = None,
-                 knowledge: Optional[TorchAPI] = None) -> None:
+                 options: Optional[Mapping[str, Mapping[str, object]]] = None, *,
+                 knowledge: TorchAPI) -> None:
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.positions = positions
         self.failures = failures
@@ -94,7 +97,7 @@ class Interpreter:
                 self.handlers.setdefault(kind, []).append((rule, handler))
 
         # What the rooms share (contexts.py), handed to each when it is made.
-        self.knowledge = knowledge if knowledge is not None else TORCH
+        self.knowledge = knowledge
         self.budget = Budget()
         self.stack = CallStack()
         self.file = FileFacts(scope if scope is not None else ModuleScope(None, module),
