@@ -51,12 +51,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from gradguard.engine.common import NEUTRAL_DECORATORS
 from gradguard.facts import Tri
 from gradguard.files import read_file
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import TorchAPI, load
 from gradguard.reads import note_read
 
 if TYPE_CHECKING:
-    import libcst as cst
-
     from gradguard.project import Project
 
 MAX_FILES = 2000  # Python files in a tree that is indexed; a bigger tree gives no callers
@@ -98,9 +96,11 @@ class _Table:
 
 
 class Callers:
-    """The project-wide index (one per ``Project``: ``Project.callers``)."""
+    """The project-wide index (one per ``Project``: ``Project.callers``), recognising
+    torch's grad-mode names by the tables ``knowledge`` (default: the loader's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, knowledge: Optional[TorchAPI] = None) -> None:
+        self.grad_modes = (knowledge if knowledge is not None else load()).grad_mode_contexts
         self._trees: dict[Path, Optional[_Tree]] = {}
         self._tables: dict[tuple, Optional[_Table]] = {}
         self._answers: dict[tuple, frozenset] = {}
@@ -111,18 +111,6 @@ class Callers:
         """The grad modes (``Tri``) of the calls of the module-level function ``name`` of
         the file at ``path`` made in the project's other files; empty when none is known."""
         return self._ask(project, path, name, off_only=False)
-
-    def called_without_grad_elsewhere(self, interpreter, definition: "cst.FunctionDef") -> bool:
-        """Whether ``definition``, a module-level function of a file on disk, is called
-        with grad off in another file of the interpreter's project (False for any other
-        function, and for one whose body cannot matter: ``relevance``, it writes, builds
-        and steps nothing)."""
-        project, path = interpreter.project, interpreter.scope.path
-        if project is None or path is None \
-                or not any(statement is definition for statement in interpreter.module.body) \
-                or not interpreter.calls.worth_following(definition):
-            return False
-        return self.called_without_grad(project, path, definition.name.value)
 
     def called_without_grad(self, project: "Project", path: str, name: str) -> bool:
         """Whether some call of ``name`` in another file is made with grad off: ``Tri.NO
@@ -218,7 +206,7 @@ class Callers:
             source = read_file(file)
             self.files_parsed += 1
             module = ast.parse(source, filename=file)
-            return _tabulate(module, b"set_grad_enabled" in source, off_only)
+            return _tabulate(module, b"set_grad_enabled" in source, off_only, self.grad_modes)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 
@@ -317,10 +305,11 @@ def _statements(statements: list) -> Iterator[ast.stmt]:
             yield from _statements(case.body)
 
 
-def _tabulate(module: ast.Module, toggles: bool, off_only: bool) -> _Table:
+def _tabulate(module: ast.Module, toggles: bool, off_only: bool, grad_modes: dict) -> _Table:
     """``toggles``: the text names ``set_grad_enabled`` (a bare call of it may change grad
     mode for the statements after it). ``off_only``: table only the calls made with grad
-    off (the expressions elsewhere are not walked)."""
+    off (the expressions elsewhere are not walked). ``grad_modes``: torch's grad-mode
+    names and what they do (``TorchAPI.grad_mode_contexts``)."""
     imports: defaultdict[str, list[tuple[str, str, int, Optional[str]]]] = defaultdict(list)
     aliases: dict[str, str] = {}  # a name the code uses -> the torch name it stands for
     for node in _statements(module.body):
@@ -343,7 +332,7 @@ def _tabulate(module: ast.Module, toggles: bool, off_only: bool) -> _Table:
                 if node.level == 0 and node.module is not None \
                         and (node.module == "torch" or node.module.startswith("torch.")):
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    walker = _Walker(aliases, toggles, off_only)
+    walker = _Walker(aliases, toggles, off_only, grad_modes)
     walker.block(module.body, Tri.YES)
     return _Table(dict(imports), dict(walker.calls))
 
@@ -360,8 +349,10 @@ def _dotted(node: ast.AST) -> Optional[str]:
 class _Walker:
     """Walks a module, tabling each call (and bare reference) with its grad mode."""
 
-    def __init__(self, aliases: dict[str, str], toggles: bool, off_only: bool) -> None:
+    def __init__(self, aliases: dict[str, str], toggles: bool, off_only: bool,
+                 grad_modes: dict) -> None:
         self.aliases = aliases
+        self.grad_modes = grad_modes
         self.toggles = toggles
         self.off_only = off_only
         self.calls: defaultdict[str, set] = defaultdict(set)
@@ -376,7 +367,7 @@ class _Walker:
         if head not in self.aliases:
             return None
         qualname = self.aliases[head] + ("." + rest if rest else "")
-        return TORCH.grad_mode_contexts.get(qualname)
+        return self.grad_modes.get(qualname)
 
     def _mode(self, node: ast.AST, outer: Tri, bare: bool) -> Optional[Tri]:
         """The grad mode ``node`` (a with item, or a decorator when ``bare`` is allowed)

@@ -27,6 +27,7 @@ from gradguard.project import Project, on_disk
 from gradguard.parse import parse_module
 from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
 from gradguard.fixes import Rewrite, Source
+from gradguard.knowledge import TorchAPI
 from gradguard.rules import ALL_RULES, Rule
 
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
@@ -106,15 +107,21 @@ class Collector:
 
 class Session:
     """What the checks of one process (or one editor) share, handed to each check: the
-    project (the imported modules analysed once, and its index of callers), the garbage
-    collection held while a file is checked (``Collector``) and, with
-    ``keep_last_parse``, the tree and positions of the last text parsed: an editor lints
-    the same text again when it is saved (or the configuration changes), and skips the
-    parse and the positions pass. Only the language server keeps it: on the command line
-    a file's tree is freed as soon as it is done (the largest torch file's is ~0.8 GB)."""
+    project (the imported modules analysed once, and its index of callers), the torch
+    tables the engine reads (``knowledge``: the project's; by default the loader's, read
+    once per process), the garbage collection held while a file is checked
+    (``Collector``) and, with ``keep_last_parse``, the tree and positions of the last
+    text parsed: an editor lints the same text again when it is saved (or the
+    configuration changes), and skips the parse and the positions pass. Only the language
+    server keeps it: on the command line a file's tree is freed as soon as it is done (the
+    largest torch file's is ~0.8 GB)."""
 
-    def __init__(self, project: Optional[Project] = None, keep_last_parse: bool = False) -> None:
-        self.project = project if project is not None else Project()
+    def __init__(self, project: Optional[Project] = None, keep_last_parse: bool = False,
+                 knowledge: Optional[TorchAPI] = None) -> None:
+        if project is not None and knowledge is not None and knowledge is not project.knowledge:
+            raise ValueError("a session reads its project's knowledge")
+        self.project = project if project is not None else Project(knowledge=knowledge)
+        self.knowledge = self.project.knowledge
         self.collector = Collector(self.project)
         self.keep_last_parse = keep_last_parse
         self.last_parse: Optional[tuple[str, cst.Module, Positions]] = None
@@ -185,7 +192,7 @@ def _check(source, path, rules, debug, options, session: Session) -> list[Findin
         interpreter = analyze(module, rules, lambda *report: raw.append(report),
                               failures, positions, path=disk_path,
                               project=project if disk_path is not None else None, text=text,
-                              options=options)
+                              options=options, knowledge=session.knowledge)
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))

@@ -27,6 +27,7 @@ from gradguard import memory
 from gradguard.callers import Callers
 from gradguard.engine import Interpreter
 from gradguard.files import decode, read_file
+from gradguard.knowledge import TorchAPI, load
 from gradguard.modulescope import ModuleScope
 from gradguard.parse import parse_module
 from gradguard.reads import note_read, recording_reads
@@ -41,10 +42,13 @@ INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 class Project:
     """Resolves and analyses the project modules a file imports (cached per content),
-    and holds the project's index of callers (``callers``: by default one of its own)."""
+    reading the torch tables ``knowledge`` (by default the loader's), and holds the
+    project's index of callers (``callers``: by default one of its own)."""
 
-    def __init__(self, callers: Optional[Callers] = None) -> None:
-        self.callers = callers if callers is not None else Callers()
+    def __init__(self, callers: Optional[Callers] = None,
+                 knowledge: Optional[TorchAPI] = None) -> None:
+        self.knowledge = knowledge if knowledge is not None else load()
+        self.callers = callers if callers is not None else Callers(self.knowledge)
         self._scopes: OrderedDict[tuple, Optional[ModuleScope]] = OrderedDict()
         self._analysing: list[str] = []
         self._evicted: list[ModuleScope] = []  # out of the cache, maybe still in use
@@ -195,9 +199,10 @@ class Project:
             return None
         scope = ModuleScope(str(path), module, text=text)
         interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
-                                  project=self, scope=scope, bodies=False)
+                                  project=self, scope=scope, bodies=False,
+                                  knowledge=self.knowledge)
         interpreter.run()
-        scope.imports = interpreter.imported
+        scope.imports = interpreter.file.imported
         return scope
 
 

@@ -63,10 +63,11 @@ def knowledge_ops() -> tuple[list[str], list[str]]:
     the op table the programs draw from besides the forms above."""
     import torch
 
-    from gradguard.knowledge import TORCH
+    from gradguard.knowledge import load
 
     unary_ops, binary_ops = [], []
-    for name in sorted(TORCH.pointwise_ops & set(TORCH.saved_ops)):
+    api = load()
+    for name in sorted(api.pointwise_ops & set(api.saved_ops)):
         if name.endswith("_") or not callable(getattr(torch, name, None)):
             continue
         for found, arity in ((unary_ops, 1), (binary_ops, 2)):

@@ -5,11 +5,13 @@ all the engine needs to know what an op saves."""
 from __future__ import annotations
 
 import textwrap
+from typing import Optional
 
 import pytest
 
 from gradguard import check_source
-from gradguard.knowledge import TORCH, OpName
+from gradguard.checker import Session
+from gradguard.knowledge import OpName, TorchAPI, load
 
 
 @pytest.mark.parametrize("namespace, name, key, display", [
@@ -36,14 +38,14 @@ def test_every_saved_table_key_is_an_op_key():
     """The keys of the saved-tensor tables are what ``OpName.key`` makes: a bare name, or one
     short namespace and a name."""
     prefixes = {"F", "nn", "linalg", "special", "fft", "masked"}
-    for key in TORCH.saved_ops:
+    for key in load().saved_ops:
         namespace, _, name = key.rpartition(".")
         assert name and (not namespace or namespace in prefixes), key
 
 
 def test_functional_form_of_a_pointwise_op_is_pointwise():
-    assert "relu" in TORCH.pointwise_ops and OpName.of("torch.nn.functional", "relu").key() \
-        in TORCH.pointwise_ops
+    pointwise = load().pointwise_ops
+    assert "relu" in pointwise and OpName.of("torch.nn.functional", "relu").key() in pointwise
 
 
 PRELU_INPUT_WRITTEN = """
@@ -56,18 +58,20 @@ PRELU_INPUT_WRITTEN = """
 """
 
 
-def findings(code: str) -> set:
-    return {(f.line, f.code) for f in check_source(textwrap.dedent(code), "snippet.py")}
+def findings(code: str, session: Optional[Session] = None) -> set:
+    return {(f.line, f.code)
+            for f in check_source(textwrap.dedent(code), "snippet.py", session=session)}
 
 
-def test_an_entry_added_to_a_copy_of_the_table_teaches_the_engine(monkeypatch):
+def test_an_entry_added_to_a_copy_of_the_table_teaches_the_engine():
     """A newcomer's path: the table lacks ``torch.prelu`` (silent), and its entry under the
     op's key (``prelu``: it saves its input and its weight) is all it takes to report the
-    write to the saved input."""
-    assert "prelu" not in TORCH.saved_ops
+    write to the saved input. The engine reads the tables its session hands it."""
+    assert "prelu" not in load().saved_ops
     assert findings(PRELU_INPUT_WRITTEN) == set()
-    table = dict(TORCH.saved_ops)
+    table = dict(load().saved_ops)
     table[OpName.of("torch", "prelu").key()] = {"saved_args": {"0": [], "1": []},
                                                 "saves_result": False}
-    monkeypatch.setattr(TORCH, "saved_ops", table)
-    assert findings(PRELU_INPUT_WRITTEN) == {(6, "GG201")}
+    taught = TorchAPI({**load().data, "saved_ops": table})
+    assert findings(PRELU_INPUT_WRITTEN, Session(knowledge=taught)) == {(6, "GG201")}
+    assert findings(PRELU_INPUT_WRITTEN) == set()  # the process's tables are untouched

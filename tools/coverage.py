@@ -47,7 +47,7 @@ with warnings.catch_warnings():
 from gradguard.engine.containers import CONTAINERS
 from gradguard.engine.expressions import BINARY_OPS
 from gradguard.engine.tensors import NUMBER_METHODS
-from gradguard.knowledge import TORCH
+from gradguard.knowledge import load
 
 DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
 
@@ -104,9 +104,9 @@ LEFT_OUT = OPINFO["left_out"]  # OpInfo key -> name, variant, reason, detail
 
 
 def direct_saves() -> frozenset:
-    """The names whose saves the linter knows (``TORCH.saved_ops``) by themselves, not as
+    """The names whose saves the linter knows (``load().saved_ops``) by themselves, not as
     an alias given its operator's entry (``arcsin``)."""
-    ops = TORCH.saved_ops
+    ops = load().saved_ops
     return frozenset(name for name, entry in ops.items()
                      if not (name in ALIASES and entry is ops.get(ALIASES[name])))
 
@@ -140,20 +140,21 @@ def public_names(namespace: str) -> dict[str, object]:
 
 def tables() -> dict[str, dict[str, frozenset]]:
     """Namespace -> the linter's tables other than the saved-tensor one, by label."""
-    grad_modes = {key.removeprefix("torch.") for key in TORCH.grad_mode_contexts}
-    maybe_views = frozenset(TORCH.data.get("maybe_view_functions", ()))
+    api = load()
+    grad_modes = {key.removeprefix("torch.") for key in api.grad_mode_contexts}
+    maybe_views = frozenset(api.data.get("maybe_view_functions", ()))
     return {
-        "torch": {"in-place": TORCH.inplace_functions,
-                  "view": TORCH.view_functions | TORCH.multi_view_functions | maybe_views,
-                  "factory": TORCH.factories, "non-tensor": TORCH.non_tensor_functions,
-                  "legacy tensor type": TORCH.legacy_tensor_types,
+        "torch": {"in-place": api.inplace_functions,
+                  "view": api.view_functions | api.multi_view_functions | maybe_views,
+                  "factory": api.factories, "non-tensor": api.non_tensor_functions,
+                  "legacy tensor type": api.legacy_tensor_types,
                   "grad mode": frozenset(grad_modes)},
-        "Tensor": {"in-place": TORCH.inplace_methods,
-                   "view": TORCH.view_methods | TORCH.multi_view_methods
-                   | TORCH.maybe_view_methods | TORCH.view_attributes,
-                   "non-tensor": TORCH.non_tensor_methods | NUMBER_METHODS,
+        "Tensor": {"in-place": api.inplace_methods,
+                   "view": api.view_methods | api.multi_view_methods
+                   | api.maybe_view_methods | api.view_attributes,
+                   "non-tensor": api.non_tensor_methods | NUMBER_METHODS,
                    "engine": ENGINE_METHODS},
-        "F": {"in-place": frozenset(f"F.{n}" for n in TORCH.functional_inplace_functions)},
+        "F": {"in-place": frozenset(f"F.{n}" for n in api.functional_inplace_functions)},
         "nn": {"container": frozenset(f"nn.{n}" for n in CONTAINERS)},
     }
 
@@ -181,9 +182,9 @@ def known(namespace: str, name: str) -> str | None:
         return "saved"
     if namespace in ("Tensor", "torch") and operator_op(name) in SAVED:
         return f"operator ({operator_op(name)})"
-    if namespace in ("Tensor", "torch") and operator_op(name) in TORCH.non_differentiable:
+    if namespace in ("Tensor", "torch") and operator_op(name) in load().non_differentiable:
         return f"operator ({operator_op(name)}), never requires grad"
-    if name in TORCH.non_differentiable:
+    if name in load().non_differentiable:
         return "never requires grad"
     return known_by_table(namespace, name)
 
@@ -240,7 +241,7 @@ def module_status(name: str, cls: type) -> tuple[str, str]:
     whose entry leaves a forward input out as inexact (the samples disagree on whether it is
     saved) counts as deliberately unknown, as an inexact OpInfo does."""
     if name in SAVED:
-        entry = TORCH.saved_ops[name]
+        entry = load().saved_ops[name]
         if set(entry.get("inexact", ())) & set(entry.get("forward_args", ["input"])):
             return "unknown", "probe: inexact"
         return "known", "saved"
@@ -318,7 +319,7 @@ def opdb_entries() -> list[Entry]:
         name = table_name(op.name)
         status, why = name_status(name)
         if status == "unknown" and not public_callables(name) \
-                and f"{name}_" in TORCH.inplace_methods:  # cauchy: only x.cauchy_() exists
+                and f"{name}_" in load().inplace_methods:  # cauchy: only x.cauchy_() exists
             status, why = "known", f"in-place ({name}_)"
         elif status == "unknown" and opinfo_key(op) in LEFT_OUT:  # the OpInfo's own reason
             why = left_out_why(LEFT_OUT[opinfo_key(op)]["reason"])

@@ -14,20 +14,21 @@ layers is seen where it happens. A class with no ``forward`` of its own that der
 
 Cost is bounded: a call is not followed into a function already being followed
 (recursion), deeper than ``MAX_CALL_DEPTH``, or once the top-level scope has spent its
-budget of statements (``Interpreter.frugal``). An unfollowed call gives an unknown:
+budget of statements (``Budget.frugal``). An unfollowed call gives an unknown:
 silence, never a guess. A call in a calling context met before, whose heap agrees with
 what that run read, replays the run's summary instead of running the body again
 (``summaries.py``). A write inside followed calls names the analysed code's call that led
-there (``via``, ``outermost``).
+there (``CallStack.via``, ``CallStack.outermost``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Optional
+from typing import Optional
 
 import libcst as cst
 
 from gradguard.engine.common import _all_params
+from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
     HeapReads,
     Recording,
@@ -58,28 +59,19 @@ from gradguard.values import (
     join_values,
 )
 
-if TYPE_CHECKING:
-    from gradguard.engine.interpreter import Interpreter
-
 MAX_CALL_DEPTH = 4  # calls followed one inside another
 
 
-class UserCalls:
-    """Follows calls into the analysed file's functions, methods and module forwards."""
+class UserCalls(Room):
+    """Follows calls into the analysed file's functions, methods and module forwards (the
+    calls being followed are the ``CallStack``'s)."""
 
-    def __init__(self, interpreter: "Interpreter") -> None:
-        self.interpreter = interpreter
-        self.active: list[cst.FunctionDef] = []  # the calls being followed, innermost last
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
-        self.entered: list = []  # the imported modules whose code ran, the latest last
-        self.modules: list = []  # per followed call: its imported module, or None (this one)
-        self.sites: list[cst.CSTNode] = []  # per followed call: the call, outermost first
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
-        self.recordings: list[Recording] = []  # per run being summarised, innermost last
-        # Per run being summarised: its call, and its view of the caller's heap then.
-        self.entries: list[tuple[cst.CSTNode, HeapReads]] = []
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
     def entry_grad(self, definition: cst.FunctionDef) -> Tri:
@@ -90,18 +82,12 @@ class UserCalls:
         other files count the same (``gradguard.callers``)."""
         if Tri.NO in self.caller_grads.get(id(definition), ()):
             return Tri.MAYBE
-        project = self.interpreter.project
-        elsewhere = project is not None and \
-            project.callers.called_without_grad_elsewhere(self.interpreter, definition)
+        project, scope = self.file.project, self.file.scope
+        elsewhere = project is not None and scope.path is not None \
+            and any(statement is definition for statement in scope.module.body) \
+            and self.worth_following(definition) \
+            and project.callers.called_without_grad(project, scope.path, definition.name.value)
         return Tri.MAYBE if elsewhere else Tri.YES
-
-    @property
-    def current_module(self):
-        """The imported module whose code is running now, if any."""
-        for module in reversed(self.modules):
-            if module is not None:
-                return module
-        return None
 
     def start_scope(self, globals_: Optional[dict]) -> None:
         """A new top-level scope (the module body, or one function body) is analysed."""
@@ -141,8 +127,7 @@ class UserCalls:
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
         its own layers and parameters (each instantiation its own objects)."""
-        interpreter = self.interpreter
-        instance = Instance(info, interpreter.tensors.contextual(id(call)))
+        instance = Instance(info, self.tensors.contextual(id(call)))
         init = info.methods.get("__init__")
         if init is None:
             return instance
@@ -151,18 +136,12 @@ class UserCalls:
             return instance
         bindings = bind_arguments(init.node.params, call, [UNKNOWN, *args], offset=1)
         bindings[params[0].name.value] = instance
-        outer_context = interpreter.allocation_context
-        interpreter.allocation_context = outer_context + (id(call),)
-        interpreter.constructing.append(instance)
-        try:
+        with self.stack.allocation(id(call)), self.stack.construction(instance):
             _, end = self._run(st, init, bindings, init.grad_mode, call)
-        finally:
-            interpreter.constructing.pop()
-            interpreter.allocation_context = outer_context
         if end is None:
             return instance
         attrs = self_attributes(init.node, end, info.unstable)
-        container = interpreter.containers.get(instance.obj)
+        container = self.file.containers.get(instance.obj)
         if container is not None:
             attrs[CONTAINER] = container
         return Instance(info, instance.obj, tuple(sorted(attrs.items())))
@@ -174,36 +153,20 @@ class UserCalls:
         None if not followed."""
         return self._run(st, function, bindings, grad_mode, site)[0]
 
-    @property
-    def outermost(self) -> Optional[cst.CSTNode]:
-        """The outermost call being followed (or replayed from its summary): the analysed
-        code's call whose grad mode the followed code runs in, and where a report about
-        another file's code is mirrored (None outside followed calls)."""
-        return self.sites[0] if self.sites else None
-
-    def via(self, obj: Hashable) -> Optional[cst.CSTNode]:
-        """The call that handed the tensor ``obj`` over to the code writing it now: the
-        outermost call being followed whose caller already had it. None outside
-        followed calls, and for a tensor the followed code made itself."""
-        for site, caller_heap in self.entries:
-            if caller_heap.heap.get(obj) is not None:
-                return site
-        return None
-
     def _run(self, st: State, function: FunctionVal, bindings: dict, grad_mode: Optional[Tri],
              site: cst.CSTNode) -> tuple[Optional[Value], Optional[State]]:
         """The run; also returns the callee's own state at its end (None if not followed
         or if it never returns). A call in a context met before, whose heap agrees with
         what that run read, replays its summary instead (``summaries``)."""
-        interpreter = self.interpreter
+        stack, budget = self.stack, self.budget
         definition = function.node
-        for recording in self.recordings:
+        for recording in stack.recordings:
             recording.tried.add(definition)
-            recording.deepest = max(recording.deepest, len(self.active))
-        module = function.module if function.module is not interpreter.scope else None
-        same_module = module is self.current_module
-        if definition in self.active or len(self.active) >= MAX_CALL_DEPTH \
-                or interpreter.frugal or not isinstance(definition.body, cst.IndentedBlock):
+            recording.deepest = max(recording.deepest, len(stack.active))
+        module = function.module if function.module is not self.file.scope else None
+        same_module = module is stack.current_module
+        if definition in stack.active or len(stack.active) >= MAX_CALL_DEPTH \
+                or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
             return None, None
         globals_ = self.globals_of(st, function)
@@ -211,29 +174,18 @@ class UserCalls:
         self.caller_grads.setdefault(id(definition), set()).add(st.grad)
         # each call site its own tensors: two calls' outputs are two tensors (a loop's
         # passes through one site are told apart by retiring the site's old tensor)
-        outer_context = interpreter.allocation_context
-        interpreter.allocation_context = outer_context + (id(site),)
-        key = self._context(st, function, bindings, grad_mode, globals_, closure)
-        if module is not None:
-            if module in self.entered:
-                self.entered.remove(module)
-            self.entered.append(module)
-        self.modules.append(module)
-        self.sites.append(site)
-        try:
-            summary = None if key is None else self.summaries.find(
-                key, st.heap, self.active, interpreter.steps_left, MAX_CALL_DEPTH)
-            if summary is not None:
-                interpreter.steps_left -= summary.steps
-                for kind, event in summary.events:
-                    interpreter.dispatch(kind, event)
-            else:
-                summary = self._summarise(st, function, bindings, grad_mode, globals_, key,
-                                          site, closure)
-        finally:
-            self.modules.pop()
-            self.sites.pop()
-            interpreter.allocation_context = outer_context
+        with stack.allocation(id(site)):
+            key = self._context(st, function, bindings, grad_mode, globals_, closure)
+            with stack.call(site, module):
+                summary = None if key is None else self.summaries.find(
+                    key, st.heap, stack.active, budget.left, MAX_CALL_DEPTH)
+                if summary is not None:
+                    budget.left -= summary.steps
+                    for kind, event in summary.events:
+                        self.engine.dispatch(kind, event)
+                else:
+                    summary = self._summarise(st, function, bindings, grad_mode, globals_,
+                                              key, site, closure)
         if summary.result is None:
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
@@ -253,16 +205,16 @@ class UserCalls:
                  grad_mode: Optional[Tri], globals_: dict, closure: dict) -> Optional[tuple]:
         """What a run of ``function`` depends on besides the heap facts it reads; None
         when its runs are not to be stored."""
-        interpreter = self.interpreter
-        if globals_ is self.module_env and function.module in (None, interpreter.scope) \
+        stack = self.stack
+        if globals_ is self.module_env and function.module in (None, self.file.scope) \
                 and self.scope_globals is None:
             return None  # the module body is still binding the globals the callee reads
         if globals_ is not self.globals_of(st, function, overlaid=False):
             return None  # the module's bindings as a function rebound them, made for the call
-        if interpreter.custom_functions.running:
+        if self.custom_functions.running:
             return None
-        constructing = interpreter.constructing[-1] if interpreter.constructing else None
-        key = (function.node, st.call_context(), grad_mode, interpreter.allocation_context,
+        constructing = stack.constructing[-1] if stack.constructing else None
+        key = (function.node, st.call_context(), grad_mode, stack.allocation_context,
                constructing, id(globals_),
                tuple(sorted(bindings.items(), key=lambda item: item[0])),
                tuple(sorted(closure.items(), key=lambda item: item[0])))
@@ -272,7 +224,7 @@ class UserCalls:
                    grad_mode: Optional[Tri], globals_: dict, key: Optional[tuple],
                    site: cst.CSTNode, closure: dict) -> Summary:
         """Run the callee's body on a view of ``st`` and return what it did."""
-        interpreter = self.interpreter
+        stack, budget = self.stack, self.budget
         definition = function.node
         reads = HeapReads(st.heap)
         inner = st.callee(env=dict(closure), heap=Heap(layers=(reads,)), globals=globals_,
@@ -283,23 +235,14 @@ class UserCalls:
             name = param.name.value
             if name not in bindings:
                 inner.bind(name, UNKNOWN if param.default is None or param.star
-                           else interpreter.expressions.evaluate(param.default, inner))
+                           else self.expressions.evaluate(param.default, inner))
         for name, value in bindings.items():
             inner.bind(name, value)
         recording = Recording()
-        steps_before = interpreter.steps_left
-        self.active.append(definition)
-        self.recordings.append(recording)
-        self.entries.append((site, reads))
-        interpreter.returns.append([])
-        try:
-            end = interpreter.block(definition.body.body, inner)
-        finally:
-            self.active.pop()
-            self.recordings.pop()
-            self.entries.pop()
-            returns = interpreter.returns.pop()
-        for outer in self.recordings:  # what it did, the calls that contain it did too
+        steps_before = budget.left
+        with stack.run(definition, site, reads, recording) as returns:
+            end = self.engine.block(definition.body.body, inner)
+        for outer in stack.recordings:  # what it did, the calls that contain it did too
             outer.tried |= recording.tried
             outer.deepest = max(outer.deepest, recording.deepest)
         out = join_all([end, *(state for state, _ in returns)])
@@ -314,14 +257,14 @@ class UserCalls:
             writes, layers, out = (), (), inner
         summary = Summary(
             reads=tuple(reads.reads.items()),
-            recursion=frozenset(d for d in recording.tried if d in self.active),
-            tried=frozenset(recording.tried), depth=len(self.active),
-            reach=max(0, recording.deepest - len(self.active)),
-            steps=steps_before - interpreter.steps_left,
+            recursion=frozenset(d for d in recording.tried if d in stack.active),
+            tried=frozenset(recording.tried), depth=len(stack.active),
+            reach=max(0, recording.deepest - len(stack.active)),
+            steps=steps_before - budget.left,
             result=result, writes=writes, layers=layers, effect=out.call_effect(),
             env=tuple(out.env.items()), events=tuple(recording.events),
             rebinds=rebinds_of(out.env, function.scope, closure))
-        if key is not None and not reads.whole and interpreter.steps_left > 0:
+        if key is not None and not reads.whole and budget.left > 0:
             self.summaries.store(key, summary)
         return summary
 
@@ -331,12 +274,12 @@ class UserCalls:
         the module body's as they stand while it runs), with what the calling function
         rebound of them (``overlaid``)."""
         module = function.module
-        if module is not None and module is not self.interpreter.scope:
+        if module is not None and module is not self.file.scope:
             return module.env
         if self.scope_globals is not None:
             found = self.scope_globals
         else:
-            if not self.active:  # a call from the module body: its bindings now
+            if not self.stack.active:  # a call from the module body: its bindings now
                 self.module_env = module_bindings(st)
             found = self.module_env
         rebound = module_overlays(st.env, st.scope) if overlaid else ()

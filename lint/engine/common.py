@@ -62,14 +62,6 @@ def _literal(node) -> object:
         return None
 
 
-class _Loop:
-    __slots__ = ("breaks", "continues")
-
-    def __init__(self) -> None:
-        self.breaks: list[State] = []
-        self.continues: list[State] = []
-
-
 MAX_UNROLLED_LAYERS = 32
 
 

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, _Loop, dotted
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
@@ -84,13 +84,13 @@ class ControlFlow(Room):
         """
         heads, breaks = [entry], []
         state = entry
-        for pass_number in range(1 if self.engine.frugal else MAX_LOOP_PASSES):
+        for pass_number in range(1 if self.budget.frugal else MAX_LOOP_PASSES):
             loop = _Loop()
-            self.engine.loops.append(loop)
+            self.loops.append(loop)
             try:
                 end = run_body(state.copy())
             finally:
-                self.engine.loops.pop()
+                self.loops.pop()
             breaks.extend(loop.breaks)
             back = join_all([end, *loop.continues])
             if back is None:
@@ -129,20 +129,18 @@ class ControlFlow(Room):
         known: the body runs once per layer, in order, as the container would."""
         exits = []
         state: Optional[State] = st
-        outer_context = self.engine.allocation_context
         for position, layer in enumerate(layers):
             if state is None:
                 break
             loop = _Loop()
-            self.engine.loops.append(loop)
-            self.engine.allocation_context = outer_context + ((id(node), position),)
+            self.loops.append(loop)
             try:
-                state = state.copy()
-                self.statements.bind_target(node.target, layer, state, node)
-                state = join_all([self.engine.suite(node.body, state), *loop.continues])
+                with self.stack.allocation((id(node), position)):
+                    state = state.copy()
+                    self.statements.bind_target(node.target, layer, state, node)
+                    state = join_all([self.engine.suite(node.body, state), *loop.continues])
             finally:
-                self.engine.loops.pop()
-                self.engine.allocation_context = outer_context
+                self.loops.pop()
             exits.extend(loop.breaks)
         if node.orelse is not None and state is not None:
             state = self.engine.suite(node.orelse.body, state)
@@ -215,9 +213,16 @@ class ControlFlow(Room):
             ends.append(self.engine.suite(case.body, case_state))
         return join_all([st, *ends])
 
-    def __init__(self, engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
+        self.loops: list[_Loop] = []  # the loops running, innermost last
         self._comprehensions: list[tuple[State, State]] = []  # running: (its state, around)
+
+    def leave_iteration(self, st: State, ends_loop: bool) -> None:
+        """``break`` (``ends_loop``) or ``continue``: the innermost loop takes ``st``."""
+        if self.loops:
+            loop = self.loops[-1]
+            (loop.breaks if ends_loop else loop.continues).append(st)
 
     def comprehension(self, node: cst.BaseComp, st: State) -> Value:
         """Evaluate a comprehension; return what its element evaluates to. Its first
@@ -259,6 +264,16 @@ class ControlFlow(Room):
 
 
 MAX_LOOP_PASSES = 4
+
+
+class _Loop:
+    """A loop running: the states its ``break`` and ``continue`` statements left."""
+
+    __slots__ = ("breaks", "continues")
+
+    def __init__(self) -> None:
+        self.breaks: list[State] = []
+        self.continues: list[State] = []
 
 
 def _comprehension_state(st: State) -> State:

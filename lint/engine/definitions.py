@@ -18,7 +18,6 @@ from gradguard.engine.common import (
 from gradguard.engine.functions import FUNCTION_BASES
 from gradguard.engine.room import Room
 from gradguard.facts import Origin, TensorFacts, Tri
-from gradguard.knowledge import TORCH
 from gradguard.scopes import ClassScope, FunctionScope, closure_bindings
 from gradguard.state import Heap, State
 from gradguard.values import (
@@ -39,6 +38,16 @@ class Definitions(Room):
     """``def`` and ``class`` statements: function bodies analysed on their own, classes with
     their ``__init__``."""
 
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
+        self.classes: dict[int, ClassVal] = {}  # class statement -> the class it made
+        self.scopes: dict = {}  # def -> its names (gradguard.scopes.FunctionScope)
+        # whether the file may bind names inside expressions (``:=``): scopes look there
+        text = self.file.scope.text
+        self.walrus = text is None or ":=" in text
+        # the method whose body is analysed on its own now: (self's name, def)
+        self.method: Optional[tuple[str, cst.FunctionDef]] = None
+
     def function_def(self, node: cst.FunctionDef, st: State,
                       self_value: Optional[Instance] = None,
                       enclosing: Optional[State] = None) -> State:
@@ -46,23 +55,23 @@ class Definitions(Room):
         class body, whose variables a method sees instead of the class body's)."""
         grad_mode = self._decorator_grad_mode(node, st)
         enclosing = enclosing if enclosing is not None else st
-        value = FunctionVal(node, grad_mode, self.engine.scope,
+        value = FunctionVal(node, grad_mode, self.file.scope,
                             self.scope_of(node, enclosing.scope))
         st.bind(node.name.value, value)
-        if id(node) not in self.engine.queued:  # a def run again (a loop, a followed call) is
-            self.engine.queued.add(id(node))    # analysed on its own once
-            closure = enclosing.copy() if self.engine.in_function else None
-            self.engine.pending.append((node, closure, self_value,
-                                 grad_mode))
+        file = self.file
+        if id(node) not in file.queued:  # a def run again (a loop, a followed call) is
+            file.queued.add(id(node))    # analysed on its own once
+            closure = enclosing.copy() if file.in_function else None
+            file.pending.append((node, closure, self_value, grad_mode))
         return st
 
     def scope_of(self, node: cst.FunctionDef, around) -> FunctionScope:
         """The names of the function ``node`` defined in code whose scope is ``around``
         (None: the module body), computed once per ``def``."""
-        scope = self.engine.scopes.get(node)
+        scope = self.scopes.get(node)
         if scope is None:
             parent = around.function if around is not None else None
-            scope = self.engine.scopes[node] = FunctionScope(node, parent, self.engine.walrus)
+            scope = self.scopes[node] = FunctionScope(node, parent, self.walrus)
         return scope
 
     def _decorator_grad_mode(self, node: cst.FunctionDef, st: State) -> Optional[Tri]:
@@ -70,8 +79,8 @@ class Definitions(Room):
         mode: Optional[Tri] = None
         for decorator in node.decorators:
             value = self.expressions.evaluate(decorator.decorator, st)
-            if isinstance(value, Ref) and value.qualname in TORCH.grad_mode_contexts:
-                effect = TORCH.grad_mode_contexts[value.qualname]
+            if isinstance(value, Ref) and value.qualname in self.knowledge.grad_mode_contexts:
+                effect = self.knowledge.grad_mode_contexts[value.qualname]
                 value = GradMode(Tri.NO if effect == "off" else Tri.YES if effect == "on"
                                  else Tri.MAYBE)
             if isinstance(value, GradMode):
@@ -89,9 +98,9 @@ class Definitions(Room):
                       self_value: Optional[Instance], grad_mode: Optional[Tri]) -> None:
         scope = self.scope_of(node, closure.scope if closure is not None else None)
         env = closure_bindings(closure.env, scope.closure) if closure is not None else {}
-        grad = grad_mode if grad_mode is not None else self.engine.calls.entry_grad(node)
+        grad = grad_mode if grad_mode is not None else self.calls.entry_grad(node)
         heap = closure.heap.child() if closure is not None \
-            else Heap(layers=(self.engine.module_heap,))
+            else Heap(layers=(self.file.module_heap,))
         st = State(env, heap, grad,
                    globals=closure.globals or globals_ if closure is not None else globals_,
                    scope=scope)
@@ -111,18 +120,27 @@ class Definitions(Room):
             st.heap.merge(self_value.info.heap)
             for attr, attr_value in self_value.info.attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
-        self.engine.method = (params[0].name.value, node) \
+        self.method = (params[0].name.value, node) \
             if self_value is not None and params and not _is_static(node) else None
         end = self.engine.block(node.body.body, st) if isinstance(node.body, cst.IndentedBlock) \
             else self.engine.suite(node.body, st)
         if end is not None:
-            self.statements.escape_stored(end)
-        self.engine.method = None
+            self.escape_stored(end)
+        self.method = None
+
+    def escape_stored(self, st: State) -> None:
+        """A method's end: tensors it stored on its object outlive the call."""
+        if self.method is None:
+            return
+        owner, definition = self.method
+        for path, value in st.env.items():
+            if path.startswith(owner + ".") and isinstance(value, TensorRef):
+                self.saved.escape(st, definition, value, how=path)
 
     def class_def(self, node: cst.ClassDef, st: State) -> State:
-        known = self.engine.classes.get(id(node))
+        known = self.classes.get(id(node))
         if known is None:  # a class statement run again (a loop, a followed call) makes
-            known = self.engine.classes[id(node)] = self._define_class(node, st)  # the same class
+            known = self.classes[id(node)] = self._define_class(node, st)  # the same class
         st.bind(node.name.value, known)
         return st
 
@@ -137,9 +155,9 @@ class Definitions(Room):
         for value in bases:
             name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
             if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (
-                    name == "Module" or name in TORCH.nn_module_classes):
+                    name == "Module" or name in self.knowledge.nn_module_classes):
                 is_module = True  # a subclass of a layer inherits its parameters
-                layer_parameters += TORCH.module_parameters.get(name, [])
+                layer_parameters += self.knowledge.module_parameters.get(name, [])
                 layer = layer or (name if name != "Module" else "")
             elif isinstance(value, ClassVal):
                 is_module = is_module or value.info.is_module
@@ -170,29 +188,26 @@ class Definitions(Room):
                 info.forward_arity = _returned_tuple_length(method)
         body_state = st.copy()
         body_state.scope = ClassScope(node, st.scope.function if st.scope is not None else None,
-                                      st.env, self.engine.walrus)
+                                      st.env, self.walrus)
         for statement in (node.body.body if isinstance(node.body, cst.IndentedBlock) else []):
             if isinstance(statement, cst.FunctionDef):
                 continue
             body_state = self.engine.block([statement], body_state) or body_state
         for method in methods:
             info.methods[method.name.value] = FunctionVal(
-                method, self._decorator_grad_mode(method, body_state), self.engine.scope,
+                method, self._decorator_grad_mode(method, body_state), self.file.scope,
                 self.scope_of(method, st.scope))
         for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)
                 init_heap = init_state.heap.copy()
-                self.engine.constructing.append(self_value)
-                try:
+                with self.stack.construction(self_value):
                     end = self.engine.block(method.body.body, init_state) \
                         if isinstance(method.body, cst.IndentedBlock) else init_state
-                finally:
-                    self.engine.constructing.pop()
                 if end is not None:
                     info.attrs.update(self_attributes(method, end, info.unstable))
                     info.heap.update(end.heap.changes_since(init_heap))
-                info.container = self.engine.containers.get(self_value.obj, info.container)
+                info.container = self.file.containers.get(self_value.obj, info.container)
             else:  # a method sees the code around the class, not the class body
                 self.function_def(method, body_state, self_value, enclosing=st)
         return ClassVal(info)

@@ -28,7 +28,7 @@ from gradguard.events import (
     IndexKind,
 )
 from gradguard.facts import Origin, TensorFacts, Tri
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -62,8 +62,8 @@ class Expressions(Room):
     """Evaluating expressions to abstract values, in order, so that in-place operations nested
     anywhere are seen where they happen."""
 
-    def __init__(self, engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
         self._eval = {
             cst.Name: self._name,
             cst.Attribute: self._attribute,
@@ -288,9 +288,9 @@ class Expressions(Room):
 
     def _call(self, node: cst.Call, st: State) -> Value:
         func = node.func
-        if _is_super_init(func) and self.engine.constructing:
+        if _is_super_init(func) and self.stack.constructing:
             args = [self.evaluate(arg.value, st) for arg in node.args]
-            self.modules.super_init(node, self.engine.constructing[-1], args)
+            self.modules.super_init(node, self.stack.constructing[-1], args)
             return Const(None)
         if isinstance(func, cst.Attribute):
             path = dotted(func)
@@ -311,7 +311,7 @@ class Expressions(Room):
                     return self.method_call(st, node, owner, func.attr.value, args)
                 if isinstance(owner, FunctionContext):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
-                    return self.engine.custom_functions.context_method(node, func.attr.value, args)
+                    return self.custom_functions.context_method(node, func.attr.value, args)
                 receiver = self.attribute_of(st, owner, func.attr.value, func, path)
         else:
             receiver = self.evaluate(func, st)
@@ -352,11 +352,11 @@ class Expressions(Room):
                                              and callee.info.is_module):
             return self.modules.call_with_hooks(st, node, callee, args)
         if isinstance(callee, ClassVal):
-            return self.engine.calls.construct(st, node, callee.info, args)
+            return self.calls.construct(st, node, callee.info, args)
         if isinstance(callee, FunctionApply):
-            return self.engine.custom_functions.apply(st, node, callee.info, args)
+            return self.custom_functions.apply(st, node, callee.info, args)
         if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
-            return self.engine.calls.call_function(st, node, callee, args)
+            return self.calls.call_function(st, node, callee, args)
         if callee is UNKNOWN:
             self.opaque_call(st, node, args)
         return UNKNOWN
@@ -383,7 +383,7 @@ class Expressions(Room):
         if name == "range":
             return IterableOf(NUMBER)
         if name == "isinstance" and len(args) == 2:
-            return _isinstance(args[0], args[1])
+            return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
         if name == "enumerate" and args:
@@ -472,7 +472,7 @@ class Expressions(Room):
             return self.modules.grow_container(st, path,
                                         owner, name, node, args)
         if isinstance(owner, Instance) and name in owner.info.methods:
-            result = self.engine.calls.call_method(st, node, owner, owner.info.methods[name], args)
+            result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
             return UNKNOWN if result is None else result
         if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
             return self.modules.register(st, node, name, args)
@@ -494,7 +494,8 @@ class Expressions(Room):
                 keywords.append((arg.keyword.value, (value, arg.value)))
             elif not arg.star:
                 operands[str(len(operands))] = (value, arg.value)  # written if saved
-        positions = TORCH.parameter_positions.get(op.key(), {}) if op is not None else {}
+        positions = self.knowledge.parameter_positions.get(op.key(), {}) if op is not None \
+            else {}
         for name, operand in keywords:
             if name in positions:
                 operands.setdefault(str(positions[name]), operand)
@@ -547,10 +548,11 @@ READ_ONLY_CALLS = frozenset({
 })
 
 
-def _isinstance(value: Value, classes: Value) -> Value:
+def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value:
     """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
     the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
-    derives from ``Linear``, so a name inside the other stays unknown)."""
+    derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
+    torch's layer classes (``TorchAPI.nn_module_classes``)."""
     if not isinstance(value, ModuleObj):
         return UNKNOWN
     verdicts = []
@@ -560,7 +562,7 @@ def _isinstance(value: Value, classes: Value) -> Value:
         name = cls.qualname.rpartition(".")[2]
         if name == value.kind or name == "Module":
             return Const(True)
-        if name not in TORCH.nn_module_classes or name in value.kind or value.kind in name:
+        if name not in layer_classes or name in value.kind or value.kind in name:
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN

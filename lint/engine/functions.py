@@ -11,18 +11,16 @@ Function, and writing it in place raises (GG205).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Optional
+from typing import Hashable, Optional
 
 import libcst as cst
 
 from gradguard.engine.common import source_text
+from gradguard.engine.room import Room
 from gradguard.events import SaveRecord
 from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
 from gradguard.state import State
 from gradguard.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
-
-if TYPE_CHECKING:
-    from gradguard.engine.interpreter import Interpreter
 
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
@@ -36,11 +34,11 @@ class _Forward:
         self.dirty: set[Hashable] = set()  # objects passed to mark_dirty
 
 
-class CustomFunctions:
+class CustomFunctions(Room):
     """Follows ``F.apply`` into a custom Function's ``forward``."""
 
-    def __init__(self, interpreter: "Interpreter") -> None:
-        self.interpreter = interpreter
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
         self.running: list[_Forward] = []  # the forwards being followed, innermost last
 
     @property
@@ -49,7 +47,6 @@ class CustomFunctions:
         return self.running[-1].name if self.running else None
 
     def apply(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Value:
-        interpreter = self.interpreter
         forward = info.methods.get("forward")
         if forward is None or any(arg.star for arg in call.args):
             return UNKNOWN
@@ -61,7 +58,7 @@ class CustomFunctions:
         frame = _Forward(info.name)
         self.running.append(frame)
         try:
-            result = interpreter.calls.run(st, forward, bindings, Tri.NO, call)
+            result = self.calls.run(st, forward, bindings, Tri.NO, call)
         finally:
             self.running.pop()
         if result is None:
@@ -69,17 +66,17 @@ class CustomFunctions:
         inputs = [value for value in args if isinstance(value, TensorRef)]
         requires_grad = Tri.NO
         for value in inputs:
-            requires_grad = requires_grad | interpreter.tensors.requires_grad_of(st, value)
+            requires_grad = requires_grad | self.tensors.requires_grad_of(st, value)
         requires_grad = requires_grad & st.grad
-        saves = SaveSet.union(*(interpreter.tensors.saves_of(st, value) for value in inputs)) \
+        saves = SaveSet.union(*(self.tensors.saves_of(st, value) for value in inputs)) \
             if requires_grad is Tri.YES else EMPTY_SAVES
         if requires_grad is Tri.YES:
             records = frozenset(
-                SaveRecord((interpreter.tensors.contextual(id(node)), position),
-                           interpreter.saved.counter_of(st, tensor.obj),
+                SaveRecord((self.tensors.contextual(id(node)), position),
+                           self.saved.counter_of(st, tensor.obj),
                            info.name, node, text, by_function=True)
                 for position, (node, tensor, text) in enumerate(frame.saved))
-            interpreter.saved.add_saves(st, records)
+            self.saved.add_saves(st, records)
             saves |= records
         if isinstance(result, Seq):
             return Seq(tuple(self._output(st, (id(call), index), item, inputs, frame,
@@ -91,22 +88,21 @@ class CustomFunctions:
                 frame: _Forward, requires_grad: Tri, saves: SaveSet) -> Value:
         """An output of ``apply``: a new tensor in the Function's graph, or, when forward
         returned an input (or a view of one) it did not mark dirty, a view of that input."""
-        interpreter = self.interpreter
-        tensors = interpreter.tensors
+        tensors = self.tensors
         if not isinstance(result, TensorRef):
             return UNKNOWN
-        memory = interpreter.tensors.root_of(st, result.obj) or result.obj
+        memory = tensors.root_of(st, result.obj) or result.obj
         viewed = next((value for value in inputs
                        if (tensors.root_of(st, value.obj) or value.obj) == memory), None)
         if viewed is None or viewed.obj in frame.dirty:
             # A tensor forward made (what it saved of it is this very tensor), or an input
             # marked dirty: the output is that tensor, now in the Function's graph.
             tensor = result if viewed is None else viewed
-            st.heap[tensor.obj] = interpreter.tensors.facts(st, tensor).evolve(
+            st.heap[tensor.obj] = tensors.facts(st, tensor).evolve(
                 requires_grad=requires_grad, is_leaf=~requires_grad, producer=frame.name,
                 saves=saves)
             return tensor
-        return interpreter.tensors.new_tensor(st, site, TensorFacts(
+        return tensors.new_tensor(st, site, TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=frame.name,
             base=viewed.obj, created_with_grad=st.grad,
             function_view=frame.name if requires_grad is Tri.YES else None, saves=saves))

@@ -23,6 +23,10 @@ class Imports(Room):
     """``import`` statements, and the project modules they name, analysed when the code first
     uses a name from them."""
 
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
+        self.resolved: dict[Imported, tuple] = {}  # import -> (its value, its module)
+
     def import_(self, node: cst.Import, st: State) -> State:
         for alias in node.names:
             name = source_text(alias.name)
@@ -52,36 +56,37 @@ class Imports(Room):
         is analysed only when a name from it is used: ``resolve_import``)."""
         if not level and _is_known_module(name):
             return Ref(name)
-        if self.engine.project is None:
+        project = self.file.project
+        if project is None:
             return UNKNOWN
-        path = self.engine.project.resolve(self.engine.scope.path, name, level)
+        path = project.resolve(self.file.scope.path, name, level)
         return Imported(str(path)) if path is not None else UNKNOWN
 
     def resolve_import(self, st: State, value: Imported, hops: int = 0) -> Value:
         """The value an import binds, the first time the code uses it (``hops``: packages
         re-exporting it passed through)."""
-        if value in self.engine.resolved:
-            resolved, scope = self.engine.resolved[value]
+        if value in self.resolved:
+            resolved, scope = self.resolved[value]
             if scope is not None:
                 st.heap.add_layer(scope.heap)
             return resolved
         resolved = self._resolve_import(st, value, hops)
-        self.engine.resolved[value] = (resolved, self.engine.project.scope_of(Path(value.path))
-                                if self.engine.project is not None else None)
+        project = self.file.project
+        self.resolved[value] = (resolved, project.scope_of(Path(value.path))
+                                if project is not None else None)
         return resolved
 
     def _resolve_import(self, st: State, value: Imported, hops: int) -> Value:
-        if self.engine.project is None or hops >= MAX_REEXPORTS or (
-                value.name is not None
-                and not self.engine.project.may_matter(Path(value.path), value.name)):
+        project, imported = self.file.project, self.file.imported
+        if project is None or hops >= MAX_REEXPORTS or (
+                value.name is not None and not project.may_matter(Path(value.path), value.name)):
             return UNKNOWN
-        scope = self.engine.project.scope_of(Path(value.path))
+        scope = project.scope_of(Path(value.path))
         if scope is None:
             return UNKNOWN
-        if scope not in self.engine.imported:
-            self.engine.imported.append(scope)
-            self.engine.imported.extend(inner for inner in scope.imports
-                                 if inner not in self.engine.imported)
+        if scope not in imported:
+            imported.append(scope)
+            imported.extend(inner for inner in scope.imports if inner not in imported)
         st.heap.add_layer(scope.heap)
         if value.name is None:
             return ModuleRef(scope)
@@ -90,7 +95,7 @@ class Imports(Room):
             return self.resolve_import(st, found, hops + 1)
         if found is not None:
             return found
-        submodule = self.engine.project.resolve(value.path, value.name, 1)  # from pkg import sub
+        submodule = project.resolve(value.path, value.name, 1)  # from pkg import sub
         return self.resolve_import(st, Imported(str(submodule)), hops + 1) \
             if submodule is not None else UNKNOWN
 

@@ -6,24 +6,25 @@ loop bodies are run until the facts stop changing, so an effect in one iteration
 seen by the next. Rules receive events (``gradguard.events``) as the interpreter meets
 them.
 
-The ``Interpreter`` holds what the analysis of one file knows beyond one program point
-(its budget, the objects' labels, the classes it made) and its rooms, each a part of the
-language or of torch: ``statements``, ``imports``, ``control``, ``definitions``,
-``expressions``, ``tensors``, ``torch``, ``modules``, ``saved``, ``calls`` (the file's
-own functions, with their summaries) and ``custom_functions``. A room reaches the others
-through the interpreter; see ``docs/design.md``.
+The ``Interpreter`` makes what the rooms share beyond one program point (``contexts.py``:
+the budget, the call stack, the file's facts; and the torch knowledge it is handed) and
+its rooms, each a part of the language or of torch: ``statements``, ``imports``,
+``control``, ``definitions``, ``expressions``, ``tensors``, ``torch``, ``modules``,
+``saved``, ``calls`` (the file's own functions, with their summaries) and
+``custom_functions``. Each room is handed the shared objects when it is made and reaches
+the others by name (``room.py``); see ``docs/design.md``.
 """
 
 from __future__ import annotations
 
 import traceback
-from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
 from gradguard.citations import cite
 from gradguard.engine.calls import UserCalls
-from gradguard.engine.common import _Loop
+from gradguard.engine.contexts import Budget, CallStack, FileFacts
 from gradguard.engine.control import ControlFlow
 from gradguard.engine.definitions import Definitions
 from gradguard.engine.expressions import Expressions
@@ -35,11 +36,11 @@ from gradguard.engine.statements import Statements
 from gradguard.engine.tensors import Tensors
 from gradguard.engine.torch_calls import TorchCalls
 from gradguard.facts import Tri
+from gradguard.knowledge import TorchAPI, load
 from gradguard.modulescope import ModuleScope
 from gradguard.positions import Positions
 from gradguard.rules.base import handlers_of
 from gradguard.state import Heap, State
-from gradguard.values import ClassVal, Imported, Instance, ModuleObj
 from gradguard.walk import child_nodes
 
 if TYPE_CHECKING:  # the project runs the interpreter on the modules a file imports
@@ -53,31 +54,34 @@ Report = Callable[[cst.CSTNode, str, str, object, Optional[cst.CSTNode]], None]
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
             positions: Positions, path: Optional[str] = None,
             project: Optional[Project] = None, text: Optional[str] = None,
-            options: Optional[Mapping[str, Mapping[str, object]]] = None) -> "Interpreter":
+            options: Optional[Mapping[str, Mapping[str, object]]] = None,
+            knowledge: Optional[TorchAPI] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
-    in ``options`` (by code); rule failures are appended to ``failures``. The project
-    keeps the module's bindings for the files that import it later."""
+    in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
+    loader's); rule failures are appended to ``failures``. The project keeps the
+    module's bindings for the files that import it later."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
-                              scope=scope, options=options)
+                              scope=scope, options=options,
+                              knowledge=knowledge if knowledge is not None else load())
     interpreter.run()
     if project is not None and path is not None and text is not None:
-        scope.imports = interpreter.imported
+        scope.imports = interpreter.file.imported
         project.remember(scope)
     return interpreter
 
 
 class Interpreter:
-    """Analyses one module: its body, then each function body on its own."""
+    """Analyses one module: its body, then each function body on its own. It runs
+    statements (``block``, ``suite``), tells the rules what the rooms find
+    (``dispatch``), and places what they report (``place``, ``line_of``)."""
 
     def __init__(self, module: cst.Module, rules, report: Report, failures: list,
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
-                 options: Optional[Mapping[str, Mapping[str, object]]] = None) -> None:
-        self.module = module
-        self.project = project
-        self.scope = scope if scope is not None else ModuleScope(None, module)
+                 options: Optional[Mapping[str, Mapping[str, object]]] = None, *,
+                 knowledge: TorchAPI) -> None:
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.positions = positions
         self.failures = failures
@@ -92,49 +96,27 @@ class Interpreter:
             for kind, handler in handlers_of(rule).items():
                 self.handlers.setdefault(kind, []).append((rule, handler))
 
-        # What the analysis of this file knows beyond one program point.
-        self.labels: dict[Hashable, str] = {}  # object -> how the code names it
-        # Prefixes the objects made now: which unrolled iteration (of a loop over a
-        # container's layers) is running, so that each iteration makes its own tensors.
-        self.allocation_context: tuple = ()
-        # Instance object -> the container its super().__init__(*layers) built.
-        self.containers: dict[Hashable, ModuleObj] = {}
-        # Module object -> the hooks registered on it: (registering method, function).
-        self.hooks: dict[Hashable, list] = {}
-        self.imported: list[ModuleScope] = []  # the project modules this one imports
-        self.homes: dict[int, ModuleScope] = {}  # node -> the imported module it is in
-        self.resolved: dict[Imported, tuple] = {}  # import -> (its value, its module)
-        self.loops: list[_Loop] = []
-        # Function bodies to run after the module body: (def, enclosing state or None for
-        # a module-level def, whose globals are the module's final bindings, self).
-        self.pending: list[tuple[cst.FunctionDef, Optional[State], Optional[Instance],
-                                 Optional[Tri]]] = []
-        self.queued: set[int] = set()  # the defs in pending, or analysed already
-        self.classes: dict[int, ClassVal] = {}  # class statement -> the class it made
-        self.scopes: dict = {}  # def -> its names (gradguard.scopes.FunctionScope)
-        # whether the file may bind names inside expressions (``:=``): scopes look there
-        self.walrus = self.scope.text is None or ":=" in self.scope.text
-        self.module_heap: dict = {}  # the module body's objects, once it has run
-        self.steps_left = 0  # statements the current top-level scope may still run
-        self.steps_granted = 0  # ... and it was given
-        self.file_steps_left: Optional[int] = None  # ... and the file's other scopes
-        self.in_function = False
-        self.method: Optional[tuple[str, cst.FunctionDef]] = None  # (self's name, def)
-        self.constructing: list[Instance] = []  # the classes whose __init__ is running
-        self.returns: list[list] = []  # per followed call: (state, value) at each return
+        # What the rooms share (contexts.py), handed to each when it is made.
+        self.knowledge = knowledge
+        self.budget = Budget()
+        self.stack = CallStack()
+        self.file = FileFacts(scope if scope is not None else ModuleScope(None, module),
+                               project)
+        shared = dict(knowledge=self.knowledge, budget=self.budget, stack=self.stack,
+                      file=self.file)
 
         # The rooms: each one part of the language or of torch (docs/design.md).
-        self.imports = Imports(self)
-        self.statements = Statements(self)
-        self.control = ControlFlow(self)
-        self.definitions = Definitions(self)
-        self.expressions = Expressions(self)
-        self.tensors = Tensors(self)
-        self.torch = TorchCalls(self)
-        self.modules = Modules(self)
-        self.saved = SavedTensors(self)
-        self.calls = UserCalls(self)  # calls into the file's own functions and modules
-        self.custom_functions = CustomFunctions(self)  # F.apply of autograd Functions
+        self.imports = Imports(self, **shared)
+        self.statements = Statements(self, **shared)
+        self.control = ControlFlow(self, **shared)
+        self.definitions = Definitions(self, **shared)
+        self.expressions = Expressions(self, **shared)
+        self.tensors = Tensors(self, **shared)
+        self.torch = TorchCalls(self, **shared)
+        self.modules = Modules(self, **shared)
+        self.saved = SavedTensors(self, **shared)
+        self.calls = UserCalls(self, **shared)  # calls into the file's own functions and modules
+        self.custom_functions = CustomFunctions(self, **shared)  # F.apply of autograd Functions
         self._statements = {
             cst.SimpleStatementLine: self.statements.simple_line,
             cst.If: self.control.if_,
@@ -163,14 +145,14 @@ class Interpreter:
         A report whose node is in another file is mirrored there: a linter that sees one
         file at a time (flake8) shows it at this call."""
         site = getattr(self._event, "called_from", None)
-        return site if site is not None else self.calls.outermost
+        return site if site is not None else self.stack.outermost
 
     def _note_home(self, node: cst.CSTNode) -> None:
         """A node met while an imported module's code runs is most likely that module's:
         ``place`` looks there first."""
-        module = self.calls.current_module
+        module = self.stack.current_module
         if module is not None:
-            self.homes.setdefault(id(node), module)
+            self.file.homes.setdefault(id(node), module)
 
     def line_of(self, node: cst.CSTNode) -> str:
         """A node's line, as a message cites it (``cite``: the checker writes it relative
@@ -188,17 +170,17 @@ class Interpreter:
         """The module (scope) a node is in, and where it starts there. The modules whose
         code was followed come first, the most recent first: a foreign node is almost
         always one of theirs, and each module searched costs a pass over it."""
-        home = self.homes.get(id(node))
+        home = self.file.homes.get(id(node))
         if home is not None:
             try:
                 return home, home.positions.start(node)
             except KeyError:
                 pass
         try:
-            return self.scope, self.positions.start(node)
+            return self.file.scope, self.positions.start(node)
         except KeyError:
-            followed = list(reversed(self.calls.entered))
-            for scope in followed + [s for s in self.imported if s not in followed]:
+            followed = list(reversed(self.stack.entered))
+            for scope in followed + [s for s in self.file.imported if s not in followed]:
                 try:
                     start = scope.positions.start(node)
                 except KeyError:
@@ -227,8 +209,12 @@ class Interpreter:
                 names.append(name)
         return tuple(names)
 
+    def listens(self, kind: str) -> bool:
+        """Whether a rule handles events of ``kind`` (a room can skip making one)."""
+        return kind in self.handlers
+
     def dispatch(self, kind: str, event) -> None:
-        for recording in self.calls.recordings:  # a summary replays what it told rules
+        for recording in self.stack.recordings:  # a summary replays what it told rules
             recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
         outer, self._event = self._event, event
@@ -250,28 +236,20 @@ class Interpreter:
         scopes of their own), within what is left of the file's: past it, the scope's
         calls are no longer followed and its loops run once (then widen)."""
         self.calls.start_scope(globals_)
-        if self.file_steps_left is None:  # the module: the file's budget is set first
-            self.file_steps_left = STEPS_PER_STATEMENT * _statements(node) + FILE_STEPS_FLOOR
-        else:
-            self.file_steps_left -= self.steps_granted - max(self.steps_left, 0)
-        own = STEPS_PER_STATEMENT * _statements(node, nested=False) + STEPS_FLOOR
-        self.steps_left = self.steps_granted = max(0, min(own, self.file_steps_left))
-
-    @property
-    def frugal(self) -> bool:
-        """The current scope spent its budget."""
-        return self.steps_left <= 0
+        self.budget.start_scope(node)
 
     def run(self) -> None:
-        self.start_scope(self.module, None)
+        file = self.file
+        module = file.scope.module
+        self.start_scope(module, None)
         # a module starts with no gradients: its optimizers step nothing before a backward
-        st = self.block(self.module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
+        st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
         globals_ = st.env if st is not None else {}
-        self.module_heap = st.heap.flat() if st is not None else {}
-        self.scope.env, self.scope.heap = globals_, self.module_heap
-        self.in_function = True
-        while self.pending and self.bodies:
-            function, closure, self_value, grad_mode = self.pending.pop(0)
+        file.module_heap = st.heap.flat() if st is not None else {}
+        file.scope.env, file.scope.heap = globals_, file.module_heap
+        file.in_function = True
+        while file.pending and self.bodies:
+            function, closure, self_value, grad_mode = file.pending.pop(0)
             self.start_scope(function, globals_)
             self.definitions.function_body(function, closure, globals_, self_value, grad_mode)
 
@@ -288,44 +266,6 @@ class Interpreter:
         if isinstance(suite, cst.SimpleStatementSuite):
             return self.statements.small_statements(suite.body, st)
         return self.block(suite.body, st)
-
-
-# A top-level scope may run STEPS_PER_STATEMENT statements for each of its own (loop
-# passes and followed calls run statements again), plus STEPS_FLOOR; a file, as many for
-# each of its statements, plus FILE_STEPS_FLOOR, whatever its scopes.
-STEPS_PER_STATEMENT = 6
-
-STEPS_FLOOR = 1_000
-
-FILE_STEPS_FLOOR = 6_000
-
-
-def _statements(node: cst.CSTNode, nested: bool = True) -> int:
-    """Simple statements in ``node``'s body and the blocks inside it (and inside nested
-    functions when ``nested``). Only statements are visited, never expressions."""
-    count = 0
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.SimpleStatementLine):
-            count += len(current.body)
-            continue
-        if isinstance(current, cst.SimpleStatementSuite):
-            count += len(current.body)
-            continue
-        if current is not node and not nested and isinstance(current, cst.FunctionDef):
-            continue
-        for field in ("body", "orelse", "handlers", "finalbody", "cases"):
-            part = getattr(current, field, None)
-            if part is None:
-                continue
-            if isinstance(part, (list, tuple)):
-                stack.extend(part)
-            elif isinstance(part, (cst.IndentedBlock, cst.Module)):
-                stack.extend(part.body)
-            elif isinstance(part, cst.CSTNode):
-                stack.append(part)
-    return count
 
 
 def _functions_in(module: cst.Module) -> list[tuple[str, cst.FunctionDef]]:

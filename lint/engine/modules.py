@@ -20,7 +20,7 @@ from gradguard.engine.containers import (
 from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName, TorchAPI
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -37,21 +37,26 @@ from gradguard.values import (
 class Modules(Room):
     """Layers and containers of layers: building them, calling them, their parameters and flags."""
 
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
+        # module object -> the hooks registered on it: (registering method, function)
+        self.hooks: dict[Hashable, list] = {}
+
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:
         if attr == "inplace":
             return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
         # A parameter its flag may have turned off (``bias=qkv_bias``) is read as there:
         # the code reading it runs only when it is (``None.data`` raises).
-        if attr in parameters_of(module):
+        if attr in parameters_of(module, self.knowledge):
             obj = (module.obj, attr)
             if obj not in st.heap:
                 layer = layer_op(module.kind).display()
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
                                                     f"a parameter of `{layer}`")
-            self.engine.labels.setdefault(obj, path or attr)
+            self.file.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
-        if attr in _flag_parameters(module.kind):
+        if attr in _flag_parameters(module.kind, self.knowledge):
             return Const(None)  # turned off by its flag (bias=False)
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
@@ -64,7 +69,7 @@ class Modules(Room):
         if not params:
             return
         for module in reversed(_modules_in(model)):
-            self.engine.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
+            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
                            node)
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
@@ -88,7 +93,7 @@ class Modules(Room):
         """``super().__init__(*layers)`` in a subclass of ``nn.Sequential``/``nn.ModuleList``:
         the instance is that container, with those layers."""
         if instance.info.layer in CONTAINERS:
-            self.engine.containers[instance.obj] = _with_layers(
+            self.file.containers[instance.obj] = _with_layers(
                 ModuleObj(kind=instance.info.layer, obj=instance.obj, origin=node),
                 _container_layers(instance.info.layer, node, args))
 
@@ -126,7 +131,7 @@ class Modules(Room):
                 or any(arg.keyword is not None and arg.keyword.value == "with_kwargs"
                        for arg in node.args):
             hook = UNKNOWN
-        hooks = self.engine.hooks.setdefault(module.obj, [])
+        hooks = self.hooks.setdefault(module.obj, [])
         if (method, hook) not in hooks:  # a loop registers it again
             hooks.append((method, hook))
         return UNKNOWN  # the handle
@@ -134,7 +139,7 @@ class Modules(Room):
     def call_with_hooks(self, st: State, node: cst.Call, module: Value, args: list) -> Value:
         """Calling a module: its forward pre-hooks (which may replace the input), the
         module, then its forward hooks (which may replace the output), as torch does."""
-        hooks = self.engine.hooks.get(module.obj, ())
+        hooks = self.hooks.get(module.obj, ())
         for method, hook in hooks:
             if method == "register_forward_pre_hook":
                 replaced = self._run_hook(st, node, hook, [module, Seq(tuple(args))])
@@ -160,7 +165,7 @@ class Modules(Room):
             return UNKNOWN
         params = list(hook.node.params.posonly_params) + list(hook.node.params.params)
         bindings = {param.name.value: value for param, value in zip(params, args)}
-        result = self.engine.calls.run(st, hook, bindings, hook.grad_mode, node)
+        result = self.calls.run(st, hook, bindings, hook.grad_mode, node)
         if result is None:
             return UNKNOWN
         return None if isinstance(result, Const) and result.value is None else result
@@ -170,7 +175,7 @@ class Modules(Room):
         subclass of ``nn.Sequential`` without one, the layers it was built with)."""
         forward = module.info.methods.get("forward")
         if forward is not None:
-            result = self.engine.calls.call_method(st, node, module, forward, args)
+            result = self.calls.call_method(st, node, module, forward, args)
             if result is not None:
                 return result
         elif isinstance(module.container, ModuleObj) and module.container.kind == "Sequential":
@@ -184,7 +189,7 @@ class Modules(Room):
         two layers are chained."""
         layers = [value for value in module.attributes().values()
                   if isinstance(value, TensorRef) or (
-                      isinstance(value, ModuleObj) and (parameters_of(value)
+                      isinstance(value, ModuleObj) and (parameters_of(value, self.knowledge)
                                                         or value.children))]
         if not layers:
             return self.tensors.new_tensor(st, id(node), UNKNOWN_TENSOR)
@@ -221,14 +226,14 @@ class Modules(Room):
             path = f"{receiver}.{key.value}"
             st.bind(path, value)
             if isinstance(value, TensorRef):
-                self.engine.labels.setdefault(value.obj, path)
+                self.file.labels.setdefault(value.obj, path)
         return Const(None)
 
     def build_module(self, node, kind, args) -> Value:
         inplace = Tri.NO
-        if kind in TORCH.inplace_modules:
-            flag = self.expressions.argument(node, args, "inplace",
-                                             TORCH.inplace_positions.get(layer_op(kind).key()))
+        if kind in self.knowledge.inplace_modules:
+            position = self.knowledge.inplace_positions.get(layer_op(kind).key())
+            flag = self.expressions.argument(node, args, "inplace", position)
             inplace = Tri.NO if flag is None else tri_of(flag)
         parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
@@ -242,10 +247,11 @@ class Modules(Room):
         ``nn.InstanceNorm2d(3, affine=True)``): the names it has, and those of them that a
         flag of unknown value leaves unsure. A parameter exists when every flag that
         controls it is on."""
-        flags = TORCH.module_flags.get(kind, {})
+        flags = self.knowledge.module_flags.get(kind, {})
         switches = {flag: self._flag(node, args, flag, fact) for flag, fact in flags.items()}
         present, unsure = [], set()
-        for name in sorted(set(TORCH.module_parameters.get(kind, ())) | _flag_parameters(kind)):
+        for name in sorted(set(self.knowledge.module_parameters.get(kind, ()))
+                           | _flag_parameters(kind, self.knowledge)):
             states = {switches[flag] for flag, fact in flags.items() if name in fact["controls"]}
             if Tri.NO in states:
                 continue
@@ -297,21 +303,21 @@ class Modules(Room):
         if module.inplace is Tri.YES:
             self.tensors.emit_inplace(st, node, value, input_text,
                               f"`{op.display()}(inplace=True)`{within}", method=op, site=site,
-                              flag=_flag_of(module))
+                              flag=_flag_of(module, self.knowledge))
             return value
-        operands = forward_operands(node, module.kind, args) if direct \
-            else {forward_names(module.kind)[0]: (value, input_text)}
+        operands = forward_operands(node, module.kind, args, self.knowledge) if direct \
+            else {forward_names(module.kind, self.knowledge)[0]: (value, input_text)}
         inputs = list(args) if direct else [value]
         # a layer whose parameters are unknown may make its output require grad
-        if not parameters_known(module):
+        if not parameters_known(module, self.knowledge):
             inputs.append(UNKNOWN)
-        for name in parameters_of(module):
+        for name in parameters_of(module, self.knowledge):
             parameter = self.module_attribute(st, module, name, None)
-            label = self.engine.labels.get(module.obj)
+            label = self.file.labels.get(module.obj)
             operands[name] = (parameter, f"{label}.{name}" if label is not None
                               else Prose(f"the layer's `{name}`"))
             inputs.append(parameter)
-        entry = TORCH.saved_ops.get(op.key(), {})
+        entry = self.knowledge.saved_ops.get(op.key(), {})
         if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
             return self.tensors.outputs_of(st, node, op, inputs, operands,
                                    entry.get("saved_outputs") or [], site)
@@ -322,23 +328,24 @@ class Modules(Room):
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 
 
-def _flag_of(module: ModuleObj) -> tuple:
+def _flag_of(module: ModuleObj, knowledge: TorchAPI) -> tuple:
     """Where an in-place layer's flag is written, and its position in that call: the
     assignment that set it last (``act.inplace = True``), else the call that built it."""
     if module.inplace_at is not None:
         return module.inplace_at, None
-    return module.origin, TORCH.inplace_positions.get(layer_op(module.kind).key())
+    return module.origin, knowledge.inplace_positions.get(layer_op(module.kind).key())
 
 
-def parameters_known(module: ModuleObj) -> bool:
+def parameters_known(module: ModuleObj, knowledge: TorchAPI) -> bool:
     """Whether the layer's parameters are known (``parameters_of`` lists them all)."""
-    return module.kind in TORCH.module_parameters or module.kind in TORCH.parameterless_modules
+    return module.kind in knowledge.module_parameters \
+        or module.kind in knowledge.parameterless_modules
 
 
-def forward_names(kind: str) -> list:
+def forward_names(kind: str, knowledge: TorchAPI) -> list:
     """A layer's ``forward`` parameter names in order, as the saved-tensor table keys its
     inputs (``["input1", "input2"]`` for ``nn.Bilinear``); ``["input"]`` if unknown."""
-    return TORCH.saved_ops.get(layer_op(kind).key(), {}).get("forward_args") or ["input"]
+    return knowledge.saved_ops.get(layer_op(kind).key(), {}).get("forward_args") or ["input"]
 
 
 def layer_op(kind: str) -> OpName:
@@ -346,11 +353,11 @@ def layer_op(kind: str) -> OpName:
     return OpName.of("torch.nn", kind)
 
 
-def forward_operands(node: cst.Call, kind: str, args: list) -> dict:
+def forward_operands(node: cst.Call, kind: str, args: list, knowledge: TorchAPI) -> dict:
     """The inputs of a call of a layer by the table's names -> (value, node): positional
     arguments by their place in ``forward``'s signature, keyword ones by their name. After
     a ``*xs`` the places are unknown: later positional arguments get no name."""
-    names = forward_names(kind)
+    names = forward_names(kind, knowledge)
     operands, position = {}, 0
     for arg, value in zip(node.args, args):
         if arg.star:
@@ -364,17 +371,17 @@ def forward_operands(node: cst.Call, kind: str, args: list) -> dict:
     return operands
 
 
-def parameters_of(module: ModuleObj) -> tuple:
+def parameters_of(module: ModuleObj, knowledge: TorchAPI) -> tuple:
     """The names of a torch layer's own parameters (unsure ones included; none where
     they are unknown)."""
     if module.parameters is not None:
         return module.parameters
-    return tuple(TORCH.module_parameters.get(module.kind, ()))
+    return tuple(knowledge.module_parameters.get(module.kind, ()))
 
 
-def _flag_parameters(kind: str) -> frozenset:
+def _flag_parameters(kind: str, knowledge: TorchAPI) -> frozenset:
     """The parameters of a layer that one of its flags can turn on or off."""
-    return frozenset(name for fact in TORCH.module_flags.get(kind, {}).values()
+    return frozenset(name for fact in knowledge.module_flags.get(kind, {}).values()
                      for name in fact["controls"])
 
 

@@ -1,11 +1,13 @@
-"""The base of the interpreter's rooms."""
+"""The base of the interpreter's rooms, and how they reach each other."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gradguard.engine.contexts import Budget, CallStack, FileFacts
     from gradguard.engine.interpreter import Interpreter
+    from gradguard.knowledge import TorchAPI
 
 
 def _other_room(name: str) -> property:
@@ -14,12 +16,21 @@ def _other_room(name: str) -> property:
 
 
 class Room:
-    """A part of the interpreter (statements, expressions, tensors, ...). A room keeps
-    what only it needs; it reaches the file's shared knowledge and the other rooms
-    through ``engine``, the interpreter it belongs to."""
+    """A part of the interpreter (statements, expressions, tensors, ...). It is made with
+    the interpreter it belongs to (``engine``: it runs statements, ``block`` and
+    ``suite``, and tells the rules, ``dispatch``) and what the rooms share, each a small
+    object of its own (``contexts.py``): ``knowledge`` (the torch API's tables),
+    ``budget`` (statements left), ``stack`` (the calls followed, the allocation context)
+    and ``file`` (the file, and what its analysis learned). It reaches the other rooms
+    by their names (``self.tensors``, ``self.calls``), and keeps what only it needs."""
 
-    def __init__(self, engine: "Interpreter") -> None:
+    def __init__(self, engine: "Interpreter", *, knowledge: "TorchAPI", budget: "Budget",
+                 stack: "CallStack", file: "FileFacts") -> None:
         self.engine = engine
+        self.knowledge = knowledge
+        self.budget = budget
+        self.stack = stack
+        self.file = file
 
     statements = _other_room("statements")
     imports = _other_room("imports")
@@ -30,3 +41,5 @@ class Room:
     torch = _other_room("torch")
     modules = _other_room("modules")
     saved = _other_room("saved")
+    calls = _other_room("calls")
+    custom_functions = _other_room("custom_functions")

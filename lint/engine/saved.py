@@ -17,7 +17,7 @@ from gradguard.events import (
     SaveRecord,
 )
 from gradguard.facts import SaveSet, Tri
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -35,8 +35,8 @@ from gradguard.values import (
 class SavedTensors(Room):
     """Tensors saved for backward: saves, writes to saved storage, backward and escapes."""
 
-    def __init__(self, engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
         # owner object -> every owner object below it (a model -> its layers, its Parameters)
         self.owned: dict[Hashable, frozenset] = {}
 
@@ -119,7 +119,7 @@ class SavedTensors(Room):
         new records (to add to the result's ``saves``). ``inplace_self``: the op writes its
         result into operand 0, which required grad so before the write; autograd keeps a
         copy of that old value, and a saved output is recorded elsewhere."""
-        entry = _entry(op.key(), node, operands)
+        entry = _entry(self.knowledge.saved_ops, op.key(), node, operands)
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
         result_requires_grad = self.tensors.facts(st, result).requires_grad if result else Tri.MAYBE
@@ -145,7 +145,7 @@ class SavedTensors(Room):
             for part, tensor, written in _operand_tensors(key, value, text):
                 if not isinstance(written, str):
                     written = source_text(written)
-                written = written or self.engine.labels.get(tensor.obj, "")
+                written = written or self.file.labels.get(tensor.obj, "")
                 records.add(SaveRecord((self.tensors.contextual(site or id(node)), part),
                                        self.counter_of(st, tensor.obj), display, node, written))
         if entry.get("saves_result") and not entry.get("saved_outputs") and not inplace \
@@ -229,9 +229,9 @@ class SavedTensors(Room):
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
                          detach=detach, optimizer=optimizer,
-                         in_function=self.engine.custom_functions.current,
-                         via=self.engine.calls.via(written),
-                         called_from=self.engine.calls.outermost, flag=flag)
+                         in_function=self.custom_functions.current,
+                         via=self.stack.via(written),
+                         called_from=self.stack.outermost, flag=flag)
                 for save in fresh)
         return True
 
@@ -296,12 +296,14 @@ def _operand_tensors(key: str, value: Value, text) -> list:
     return []
 
 
-def _entry(op: str, node: cst.CSTNode, operands: dict) -> Optional[dict]:
-    """What this call of ``op`` saves: the table's entry for the overload the call's
-    operands select. An operand that is a Python number where the table has a scalar
-    overload selects that one (``a.pow(2)`` saves ``a`` but not its output, unlike
-    ``a.pow(e)``); an operand that may be either gives what both overloads save."""
-    entry = TORCH.saved_ops.get(_overload(op, node, operands))
+def _entry(saved_ops: dict, op: str, node: cst.CSTNode,
+           operands: dict) -> Optional[dict]:
+    """What this call of ``op`` saves: the entry in ``saved_ops`` (the table) for the
+    overload the call's operands select. An operand that is a Python number where the
+    table has a scalar overload selects that one (``a.pow(2)`` saves ``a`` but not its
+    output, unlike ``a.pow(e)``); an operand that may be either gives what both overloads
+    save."""
+    entry = saved_ops.get(_overload(op, node, operands))
     for key, scalar_entry in (entry or {}).get("scalar_overloads", {}).items():
         value = operands.get(key, (UNKNOWN, ""))[0]
         if not isinstance(value, TensorRef):

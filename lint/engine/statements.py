@@ -12,7 +12,7 @@ from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
 from gradguard.events import InplaceWrite
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -32,8 +32,8 @@ class Statements(Room):
     """Simple statements: assignments and their targets, augmented assignments, ``del``,
     ``return``, ``raise``, ``break`` and ``continue``."""
 
-    def __init__(self, engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine, **contexts) -> None:
+        super().__init__(engine, **contexts)
         self._small = {
             cst.Expr: self._expression_statement,
             cst.Assign: self._assign,
@@ -55,7 +55,7 @@ class Statements(Room):
         for statement in statements:
             if st is None:
                 return None
-            self.engine.steps_left -= 1
+            self.budget.left -= 1
             handler = self._small.get(type(statement))
             if handler is not None:
                 st = handler(statement, st)
@@ -85,7 +85,7 @@ class Statements(Room):
         if isinstance(target, cst.Name):
             st.bind(target.value, value)
             if isinstance(value, TensorRef):
-                self.engine.labels.setdefault(value.obj, target.value)
+                self.file.labels.setdefault(value.obj, target.value)
         elif isinstance(target, cst.Attribute):
             self._bind_attribute(target, value, st, node)
         elif isinstance(target, cst.Subscript):
@@ -114,7 +114,7 @@ class Statements(Room):
                      st: State, node: cst.CSTNode) -> None:
         """``x.data = y``: a write through the ``.data`` view, which may also give ``x``
         another layout (``y.t()``)."""
-        if "inplace_write" in self.engine.handlers:
+        if self.engine.listens("inplace_write"):
             written = self.expressions.attribute_of(st, owner, "data", target, None)
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=source_text(target.value),
@@ -148,7 +148,7 @@ class Statements(Room):
             self._rebind_layer(target.value, set_child(owner, attr, value), st)
         st.bind(path, value)
         if isinstance(value, TensorRef):
-            self.engine.labels.setdefault(value.obj, path)
+            self.file.labels.setdefault(value.obj, path)
 
     def _rebind_layer(self, expression: cst.BaseExpression, layer: ModuleObj, st: State) -> None:
         """A layer changed (``block.act.inplace = False``): the path it was reached by holds
@@ -182,7 +182,7 @@ class Statements(Room):
         operand = self.expressions.evaluate(node.value, st)
         if isinstance(current, TensorRef) and operator is not None:
             before = self.tensors.requires_grad_of(st, current)
-            name = TORCH.operators.get(operator[:-1], "")  # a **= e is a.pow_(e)
+            name = self.knowledge.operators.get(operator[:-1], "")  # a **= e is a.pow_(e)
             op = OpName.of("operator", name)
             method = OpName.of("operator", f"{name}_") if name else None
             if self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
@@ -220,22 +220,13 @@ class Statements(Room):
 
     def _return(self, node: cst.Return, st: State) -> None:
         value = self.expressions.evaluate(node.value, st) if node.value is not None else Const(None)
-        if self.engine.returns:
-            self.engine.returns[-1].append((st, value))  # the caller goes on with it
+        if self.stack.returns:
+            self.stack.returns[-1].append((st, value))  # the caller goes on with it
         else:
             if node.value is not None:
                 self.saved.escape(st, node, value)
-            self.escape_stored(st)
+            self.definitions.escape_stored(st)
         return None
-
-    def escape_stored(self, st: State) -> None:
-        """A method's end: tensors it stored on its object outlive the call."""
-        if self.engine.method is None:
-            return
-        owner, definition = self.engine.method
-        for path, value in st.env.items():
-            if path.startswith(owner + ".") and isinstance(value, TensorRef):
-                self.saved.escape(st, definition, value, how=path)
 
     def _raise(self, node: cst.Raise, st: State) -> None:
         if node.exc is not None:
@@ -243,13 +234,11 @@ class Statements(Room):
         return None
 
     def _break(self, node, st: State) -> None:
-        if self.engine.loops:
-            self.engine.loops[-1].breaks.append(st)
+        self.control.leave_iteration(st, ends_loop=True)
         return None
 
     def _continue(self, node, st: State) -> None:
-        if self.engine.loops:
-            self.engine.loops[-1].continues.append(st)
+        self.control.leave_iteration(st, ends_loop=False)
         return None
 
 

@@ -19,7 +19,7 @@ from gradguard.events import (
     SaveRecord,
 )
 from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -56,7 +56,7 @@ class Tensors(Room):
 
     def contextual(self, site: Hashable) -> Hashable:
         """The object a site stands for in the current allocation context."""
-        context = self.engine.allocation_context
+        context = self.stack.allocation_context
         return (ALLOCATED_IN, context, site) if context else site
 
     def new_tensor(self, st: State, site: Hashable, facts: TensorFacts) -> TensorRef:
@@ -111,7 +111,7 @@ class Tensors(Room):
                     dropped |= {(node, "term")}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
-        if producer.key() in TORCH.non_differentiable:
+        if producer.key() in self.knowledge.non_differentiable:
             requires_grad, why = Tri.NO, Origin(node, f"`{display}` is not differentiable")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
@@ -133,7 +133,7 @@ class Tensors(Room):
 
     def _pointwise_layout(self, st: State, producer: OpName, inputs: Iterable[Value]) -> Tri:
         """A pointwise op of contiguous tensors (and numbers) gives a contiguous tensor."""
-        if producer.key() not in TORCH.pointwise_ops:
+        if producer.key() not in self.knowledge.pointwise_ops:
             return Tri.MAYBE
         for value in inputs:
             if isinstance(value, TensorRef):
@@ -263,13 +263,13 @@ class Tensors(Room):
         through_data = counter != memory  # the chain passes through .data
         hits_saved = through_data and bool(self.saved.saves_covered(st, memory))
         operands = list(operands)
-        if "inplace_write" in self.engine.handlers:
+        if self.engine.listens("inplace_write"):
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
-                root_text=self.engine.labels.get(root) if root is not None else None,
+                root_text=self.file.labels.get(root) if root is not None else None,
                 operation=operation, grad_enabled=st.grad, index=index,
                 through_data=through_data, hits_saved=hits_saved,
-                via=self.engine.calls.via(memory), called_from=self.engine.calls.outermost,
+                via=self.stack.via(memory), called_from=self.stack.outermost,
                 value_requires_grad=self.any_requires_grad(st, operands)))
         if st.grad is Tri.YES and (facts.is_grad_leaf or (
                 root_facts is not None and root_facts.is_grad_leaf and not facts.untracked)):
@@ -290,11 +290,12 @@ class Tensors(Room):
                 and not any(write[0] == original and write[1] is node
                             for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {(original, node, text, operation)}
-        if method is not None and _relayouts(method):
+        if method is not None and _relayouts(method, self.knowledge.view_methods):
             self.forget_layout(st, target)
-        if method is not None and method.key() in TORCH.inplace_saves_result \
+        if method is not None and method.key() in self.knowledge.inplace_saves_result \
                 and facts.requires_grad is Tri.YES and st.grad is Tri.YES \
-                and not _scalar_form(method, operands):
+                and not _scalar_form(method, operands,
+                                     self.knowledge.inplace_scalar_overloads):
             # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
             record = SaveRecord((self.contextual(site or id(node)), "result"), counter,
                                 method.display(), node, text)
@@ -334,7 +335,7 @@ class Tensors(Room):
             return self.new_tensor(st, (id(node), "data"), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
                 created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`")))
-        if attr in TORCH.view_attributes:
+        if attr in self.knowledge.view_attributes:
             return self.view_of(st, node, base, OpName.of("Tensor", attr))
         if attr == "grad":
             facts = self.facts(st, base)
@@ -387,10 +388,11 @@ class Tensors(Room):
         if name == "retain_grad":
             st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
             return Const(None)
-        if name in TORCH.inplace_methods:  # one finding per chain: at its first write
+        if name in self.knowledge.inplace_methods:  # one finding per chain: at its first write
             before = self.requires_grad_of(st, tensor)
-            if self.emit_inplace(st, inplace_chain_head(node), tensor, receiver_node,
-                                 f"`{name}`", method=op, operands=args):
+            head = inplace_chain_head(node, self.knowledge.inplace_methods)
+            if self.emit_inplace(st, head, tensor, receiver_node, f"`{name}`", method=op,
+                                 operands=args):
                 operands = self.expressions.positional_operands(
                     node, args, (tensor, source_text(receiver_node)), op.out_of_place())
                 self.saved.save_inplace_operands(st, node, tensor, op.out_of_place(), operands,
@@ -406,21 +408,21 @@ class Tensors(Room):
             return Const(None)
         if name == "detach":
             return self.detached(st, node, tensor, "`.detach()`")
-        if name in TORCH.view_methods:
+        if name in self.knowledge.view_methods:
             return self.view_of(st, node, tensor, op)
-        if name in TORCH.multi_view_methods:
+        if name in self.knowledge.multi_view_methods:
             return self.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" or args else UNKNOWN
-        if name in TORCH.non_tensor_methods or name in ("backward", "register_hook",
+        if name in self.knowledge.non_tensor_methods or name in ("backward", "register_hook",
                                                         "retain_grad", "tolist", "numpy"):
             return UNKNOWN
-        if name in TORCH.maybe_view_methods:
+        if name in self.knowledge.maybe_view_methods:
             view = self.reshaped(st, node, tensor, op)
             if view is not None:
                 return view
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
-            if name in TORCH.non_differentiable:  # ``.long()``: an integer tensor
+            if name in self.knowledge.non_differentiable:  # ``.long()``: an integer tensor
                 return self.op_result(st, node, [tensor], op)
             facts = self.facts(st, tensor)
             requires_grad = facts.requires_grad & st.grad
@@ -429,7 +431,7 @@ class Tensors(Room):
                 why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.torch.factory(st, node, args, f"`{name}`")
-        if name in TORCH.torch_functions or name == "clone":
+        if name in self.knowledge.torch_functions or name == "clone":
             operands = self.expressions.positional_operands(
                 node, args, (tensor, source_text(receiver_node)), op)
             return self.op_result(st, node, [tensor, *args], op, operands)
@@ -459,15 +461,15 @@ class Tensors(Room):
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
 
-def inplace_chain_head(node: cst.Call) -> cst.Call:
+def inplace_chain_head(node: cst.Call, inplace_methods: frozenset) -> cst.Call:
     """The first call of a chain of in-place methods (``x.data.mul_(2).add_(1)``: the
-    ``mul_`` call). Each returns its receiver, so the chain writes one tensor: its writes
-    are one finding, placed and worded at the first."""
+    ``mul_`` call; ``inplace_methods``: the table's). Each returns its receiver, so the
+    chain writes one tensor: its writes are one finding, placed and worded at the first."""
     head = node
     while isinstance(head.func, cst.Attribute) and isinstance(head.func.value, cst.Call):
         inner = head.func.value
         if not (isinstance(inner.func, cst.Attribute)
-                and inner.func.attr.value in TORCH.inplace_methods):
+                and inner.func.attr.value in inplace_methods):
             break
         head = inner
     return head
@@ -483,11 +485,11 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
 SNAPSHOTS = frozenset(OpName.of("Tensor", name) for name in ("clone", "copy", "contiguous"))
 
 
-def _scalar_form(method: OpName, operands: list) -> bool:
+def _scalar_form(method: OpName, operands: list, scalar_overloads: dict) -> bool:
     """Whether the in-place ``method`` may be its overload that saves no output: the
     table's ``inplace_scalar_overloads`` (``a.pow_(2)`` is ``pow_.Scalar``) where the
     operand is not known to be a tensor."""
-    for key in TORCH.inplace_scalar_overloads.get(method.key(), {}):
+    for key in scalar_overloads.get(method.key(), {}):
         position = int(key) - 1  # the operands follow the receiver, key 0
         if position >= len(operands) or not isinstance(operands[position], TensorRef):
             return True
@@ -501,8 +503,9 @@ SHAPE_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten", 
 RESHAPES = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
 
 
-def _relayouts(method: OpName) -> bool:
+def _relayouts(method: OpName, view_methods: frozenset) -> bool:
     """Whether the in-place ``method`` may change its tensor's layout (``t_``,
-    ``transpose_``, ``as_strided_``, ``resize_``, ``set_``)."""
-    return method.out_of_place().key() in TORCH.view_methods \
+    ``transpose_``, ``as_strided_``, ``resize_``, ``set_``; ``view_methods``: the
+    table's)."""
+    return method.out_of_place().key() in view_methods \
         or method.key() in ("set_", "resize_", "resize_as_")

@@ -9,7 +9,7 @@ from gradguard.engine.common import _retains, source_text, tri_of
 from gradguard.engine.room import Room
 from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
-from gradguard.knowledge import TORCH, OpName
+from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -52,8 +52,8 @@ class TorchCalls(Room):
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
         arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
-        if qualname in TORCH.grad_mode_contexts:  # keyed by the name the code calls
-            return self._grad_mode(st, TORCH.grad_mode_contexts[qualname], args, node)
+        if qualname in self.knowledge.grad_mode_contexts:  # keyed by the name the code calls
+            return self._grad_mode(st, self.knowledge.grad_mode_contexts[qualname], args, node)
         if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
             return self._torch_function(st, node, OpName.of("torch", name), args, arg0)
         if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
@@ -95,7 +95,7 @@ class TorchCalls(Room):
             return self._namespaced_op(st, node, OpName.of(namespace, name), args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
-        if namespace.startswith("torch.nn") and name in TORCH.nn_module_classes:
+        if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN
 
@@ -110,7 +110,7 @@ class TorchCalls(Room):
             return self.tensors.op_result(st, node, [], op)
         inputs = [*distribution.inputs, *args]
         result = self.tensors.op_result(st, node, inputs, op)
-        if name == "rsample" and distribution.kind in TORCH.rsample_saves_result:
+        if name == "rsample" and distribution.kind in self.knowledge.rsample_saves_result:
             self.tensors.save_output(st, node, result, "result",
                                      OpName.of(distribution.kind, "rsample"))
         return result
@@ -126,16 +126,16 @@ class TorchCalls(Room):
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
                 return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
-        if name in TORCH.factories or name == "Variable":
+        if name in self.knowledge.factories or name == "Variable":
             # a *_like factory keeps its input's layout, empty_strided makes the one it is
             # given, Variable(t, requires_grad=...) wraps t
             layout_unknown = name.endswith("_like") or name in ("empty_strided", "Variable")
             return self.factory(st, node, args, f"`torch.{name}`",
                                 Tri.MAYBE if layout_unknown else Tri.YES)
-        if name in TORCH.legacy_tensor_types:
+        if name in self.knowledge.legacy_tensor_types:
             return self.tensors.new_tensor(st, id(node),
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
-        if name in TORCH.inplace_functions:
+        if name in self.knowledge.inplace_functions:
             before = self.tensors.requires_grad_of(st, arg0)
             if self.tensors.emit_inplace(st, node, arg0,
                                          node.args[0].value if node.args else node,
@@ -144,19 +144,19 @@ class TorchCalls(Room):
                 self.saved.save_inplace_operands(st, node, arg0, op.out_of_place(), operands,
                                                  op.display(), before)
             return arg0
-        if name in TORCH.view_functions and isinstance(arg0, TensorRef):
+        if name in self.knowledge.view_functions and isinstance(arg0, TensorRef):
             return self.tensors.view_of(st, node, arg0, op)
-        if name in TORCH.maybe_view_functions and isinstance(arg0, TensorRef):
+        if name in self.knowledge.maybe_view_functions and isinstance(arg0, TensorRef):
             view = self.tensors.reshaped(st, node, arg0, op)
             if view is not None:
                 return view
-        if name in TORCH.multi_view_functions:
+        if name in self.knowledge.multi_view_functions:
             return self.tensors.multi_views(st, node, arg0, op)
         if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
             return arg0  # the compiled module shares the original's parameters
-        if name in TORCH.non_tensor_functions or name == "is_tensor":
+        if name in self.knowledge.non_tensor_functions or name == "is_tensor":
             return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
-        if name in TORCH.torch_functions and name[0].islower():
+        if name in self.knowledge.torch_functions and name[0].islower():
             return self.tensors.op_result(st, node, args, op,
                                           self.expressions.positional_operands(node, args, op=op))
         return UNKNOWN
@@ -178,7 +178,7 @@ class TorchCalls(Room):
     def _namespaced_op(self, st: State, node: cst.Call, op: OpName, args: list) -> Value:
         """``torch.linalg.eigh(a)`` and the like; multi-output ops return a tuple whose
         saved outputs are recorded (``saved_outputs`` in the table)."""
-        entry = TORCH.saved_ops.get(op.key(), {})
+        entry = self.knowledge.saved_ops.get(op.key(), {})
         outputs = entry.get("saved_outputs")
         if not outputs:
             operands = self.expressions.positional_operands(node, args, op=op)
@@ -200,19 +200,19 @@ class TorchCalls(Room):
 
     def _functional(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
-        if name in TORCH.functional_inplace_functions:
+        if name in self.knowledge.functional_inplace_functions:
             self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
                                       method=op)
             return arg0
-        if name in TORCH.functional_inplace_params:
-            position = TORCH.inplace_positions.get(op.key())
+        if name in self.knowledge.functional_inplace_params:
+            position = self.knowledge.inplace_positions.get(op.key())
             flag = self.expressions.argument(node, args, "inplace", position)
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
                                           f"`{op.display()}(..., inplace=True)`", method=op,
                                           flag=(node, position))
                 return arg0
-        if name in TORCH.functional_functions:
+        if name in self.knowledge.functional_functions:
             operands = self.expressions.positional_operands(node, args, op=op)
             return self.tensors.op_result(st, node, args, op, operands)
         return UNKNOWN

@@ -2,7 +2,8 @@
 and the names of the ops they describe. Linting reads the tables and never imports torch.
 
 Each table is a JSON file in ``data/`` beside this file, written by a tool in ``tools/``
-from the installed torch (``tools/regenerate.sh`` runs them all) and read here by ``_load``:
+from the installed torch (``tools/regenerate.sh`` runs them all) and read here by ``load``
+(once per process) into a ``TorchAPI``:
 
 ========================  =================================  ===============================
 file                      written by                         keyed by
@@ -45,7 +46,7 @@ changes.
 from __future__ import annotations
 
 import json
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from typing import NamedTuple
 
@@ -89,6 +90,10 @@ UNPREFIXED_NAMESPACES = frozenset({"torch", "Tensor", "operator"})
 
 
 class TorchAPI:
+    """The torch API as the engine reads it: ``data``, the merged tables (``load`` reads
+    them once per process), and a reader per fact. The checks' session hands one to each
+    interpreter, which hands it to its rooms (``self.knowledge``)."""
+
     def __init__(self, data: dict) -> None:
         self.data = data
         self.version: str = data.get("torch_version", "unknown")
@@ -252,7 +257,10 @@ def _read(name: str) -> dict:
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
-def _load() -> TorchAPI:
+@cache
+def load() -> TorchAPI:
+    """The tables, read once per process: the checks' session hands them to the engine
+    (``checker.Session.knowledge``); tools and tests read them here."""
     data = _read("torch_api.json")
     saved = _read("saved_tensors.json")
     # derivatives.yaml and the hand-written probes first, then what torch's own test
@@ -288,5 +296,3 @@ def _with_aliases(ops: dict, aliases: dict) -> dict:
             merged[alias] = ops[name]
     return merged
 
-
-TORCH = _load()
