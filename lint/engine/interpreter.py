@@ -44,6 +44,7 @@ from gradguard.walk import child_nodes
 
 if TYPE_CHECKING:  # the project runs the interpreter on the modules a file imports
     from gradguard.project import Project
+    from gradguard.trace import Trace
 
 # (node, code, message, fix, site): ``site`` is the analysed code's call that led to the
 # node when the node is in another file's code (see ``Interpreter.call_site``).
@@ -53,14 +54,16 @@ Report = Callable[[cst.CSTNode, str, str, object, Optional[cst.CSTNode]], None]
 def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures: list,
             positions: Positions, path: Optional[str] = None,
             project: Optional[Project] = None, text: Optional[str] = None,
-            options: Optional[Mapping[str, Mapping[str, object]]] = None) -> "Interpreter":
+            options: Optional[Mapping[str, Mapping[str, object]]] = None,
+            trace: Optional[Trace] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code); rule failures are appended to ``failures``. The project
-    keeps the module's bindings for the files that import it later."""
+    keeps the module's bindings for the files that import it later. ``trace`` (for
+    ``gradguard explain``) observes the analysis of one line."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
-                              scope=scope, options=options)
+                              scope=scope, options=options, trace=trace)
     interpreter.run()
     if project is not None and path is not None and text is not None:
         scope.imports = interpreter.imported
@@ -74,7 +77,8 @@ class Interpreter:
     def __init__(self, module: cst.Module, rules, report: Report, failures: list,
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
-                 options: Optional[Mapping[str, Mapping[str, object]]] = None) -> None:
+                 options: Optional[Mapping[str, Mapping[str, object]]] = None,
+                 trace: Optional[Trace] = None) -> None:
         self.module = module
         self.project = project
         self.scope = scope if scope is not None else ModuleScope(None, module)
@@ -147,10 +151,17 @@ class Interpreter:
             cst.ClassDef: self.definitions.class_def,
             cst.Match: self.control.match,
         }
+        # The observer of ``gradguard explain`` (``gradguard.trace``), or None: then each
+        # point it watches costs one test of this attribute.
+        self.trace = trace
+        if trace is not None:
+            trace.attach(self)
 
     # ----------------------------------------------------------------- reporting
     def _report_once(self, node: cst.CSTNode, code: str, message: str, fix=None) -> None:
         key = (id(node), code)
+        if self.trace is not None:
+            self.trace.report_made(node, code, message, first=key not in self._reported)
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
             self._note_home(node)
@@ -232,6 +243,8 @@ class Interpreter:
             recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
         outer, self._event = self._event, event
+        if self.trace is not None:
+            self.trace.event_dispatched(kind, event)
         try:
             for rule, handler in list(handlers):
                 try:
@@ -243,12 +256,16 @@ class Interpreter:
                                            if entry[0] is not rule]
         finally:
             self._event = outer
+            if self.trace is not None:
+                self.trace.event_handled(kind, event)
 
     def start_scope(self, node: cst.CSTNode, globals_: Optional[dict]) -> None:
         """Analyse a new top-level scope (the module body, or a function body on its own)
         with a budget of statements proportional to its own size (nested functions are
         scopes of their own), within what is left of the file's: past it, the scope's
         calls are no longer followed and its loops run once (then widen)."""
+        if self.trace is not None:
+            self.trace.scope_started(node)
         self.calls.start_scope(globals_)
         if self.file_steps_left is None:  # the module: the file's budget is set first
             self.file_steps_left = STEPS_PER_STATEMENT * _statements(node) + FILE_STEPS_FLOOR
@@ -280,7 +297,11 @@ class Interpreter:
             if st is None:
                 return None  # unreachable code after return/raise/break
             handler = self._statements.get(type(statement))
-            if handler is not None:
+            if handler is None:
+                continue
+            if self.trace is not None:
+                st = self.trace.statement(statement, st, handler)
+            else:
                 st = handler(statement, st)
         return st
 
