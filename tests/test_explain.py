@@ -4,6 +4,7 @@ or did not report there (``gradguard.trace``, ``gradguard.explain``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,12 @@ def test_tracing_changes_no_finding(path: Path):
     assert plain  # bug programs: a finding to trace
     traced = check_source(source, str(path), trace=Trace(plain[0].line))
     assert traced == plain
+
+
+def test_the_readme_examples_are_real_output(monkeypatch: pytest.MonkeyPatch):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```console\n\$ gradguard explain (\S+)\n(.*?)```", readme, re.S)
+    assert len(blocks) == 2
+    monkeypatch.chdir(ROOT)
+    for target, expected in blocks:
+        assert gg("explain", target).stdout == expected
