@@ -28,6 +28,7 @@ import libcst as cst
 
 from gradguard.citations import render
 from gradguard.engine.summaries import HeapReads
+from gradguard.events import Prose
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.state import Heap, State
 from gradguard.values import (
@@ -135,7 +136,8 @@ class Trace:
         if isinstance(node, cst.FunctionDef):
             names = self.engine.enclosing(node) if self.engine is not None else ()
             name = names[-1] if names else node.name.value
-            self.scope = f"function `{name}` analysed on its own (its parameters unknown)"
+            inputs = "; a forward's inputs require grad" if node.name.value == "forward" else ""
+            self.scope = f"function `{name}` analysed on its own (its parameters unknown{inputs})"
         else:
             self.scope = "module body"
 
@@ -242,6 +244,8 @@ class Trace:
         why = facts.grad_origin if facts.requires_grad is not Tri.NO else facts.why_no_grad
         if why is not None:
             described["requires_grad_why"] = self._origin(why)
+        elif facts.producer == "input":  # a forward analysed on its own: its activations
+            described["requires_grad_why"] = "an input of `forward`, taken to require grad"
         elif facts.producer:
             described["requires_grad_why"] = f"output of `{facts.producer}`"
         if facts.base is not None:
@@ -284,12 +288,13 @@ class Trace:
         return origin.how + (f" (line {line})" if line is not None else "")
 
     def _save(self, record) -> str:
-        what = f"`{record.tensor_text}`" if record.tensor_text else "its output"
+        what = _code(record.tensor_text) if record.tensor_text else "its output"
         return f"`{record.op}` (line {self._line(record.node)}) saved {what}"
 
     def _mutation(self, mutation) -> str:
-        return (f"{mutation.operation} on `{mutation.target_text}` (line "
-                f"{self._line(mutation.node)}) changed what {self._save(mutation.save)}")
+        return (f"{mutation.operation} on {_code(mutation.target_text)} (line "
+                f"{self._line(mutation.node)}) changed a saved tensor: "
+                f"{self._save(mutation.save)}")
 
     def _plain(self, value, depth: int = 0):
         """An event's fields as plain data: nodes as lines, facts summarised."""
@@ -308,7 +313,7 @@ class Trace:
             plain = {}
             for item in dataclasses.fields(value):
                 inner = getattr(value, item.name)
-                if inner is None or inner is False or inner == () or item.name in _INTERNAL:
+                if inner is None or inner is False or inner in ((), "") or item.name in _INTERNAL:
                     continue
                 plain[item.name] = self._plain(inner, depth + 1)
             return plain
@@ -479,6 +484,11 @@ def peek(heap, obj: Hashable) -> Optional[TensorFacts]:
         if facts is not None:
             break
     return facts
+
+
+def _code(text: str) -> str:
+    """Code in backticks; the engine's words (``Prose``) as they are."""
+    return text if isinstance(text, Prose) else f"`{text}`"
 
 
 def _tri(value: Tri) -> str:
