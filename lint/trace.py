@@ -130,7 +130,7 @@ class Trace:
                                                                  engine.positions, self.line)}
         for pairs in engine.handlers.values():
             for rule, _ in pairs:
-                rule.on_decline = self.declined
+                rule.decline_listener = self.declined
 
     def scope_started(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.FunctionDef):

@@ -79,7 +79,7 @@ class Rule:
     claims: ClassVar[Optional[Claim]] = None
     # Told why the rule declines an event (``decline``): set only while ``gradguard
     # explain`` traces a line, with the rule's code and the reason.
-    on_decline: Optional[Callable[[str, str], None]] = None
+    decline_listener: Optional[Callable[[str, str], None]] = None
 
     def __init__(self, report: Report, line_of: LineOf,
                  settings: Optional[Mapping[str, object]] = None,
@@ -112,12 +112,12 @@ class Rule:
         """Say why this rule does not report the event it is handling (``return
         self.decline("grad mode is off")``): ``gradguard explain`` shows it; otherwise it
         does nothing."""
-        if self.on_decline is not None:
-            self.on_decline(self.code, reason)
+        if self.decline_listener is not None:
+            self.decline_listener(self.code, reason)
 
     def decline_claim(self, mutation: Mutation) -> None:
         """Decline a write into a saved tensor that another rule reports."""
-        if self.on_decline is not None:
+        if self.decline_listener is not None:
             self.decline(f"{claimant_of(mutation)} reports this write (the first rule of "
                          "rules.SAVED_WRITE_CLAIMANTS whose claim holds)")
 
