@@ -161,3 +161,15 @@ def test_the_readme_examples_are_real_output(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(ROOT)
     for target, expected in blocks:
         assert gg("explain", target).stdout == expected
+
+
+def test_select_chooses_the_rules_that_run():
+    text = explain(SAMPLE, sample_line("x.data *= 100"), "--select", "GG302")
+    assert "GG302 (data-write): reported" in text
+    assert "GG101" not in text
+
+
+def test_markdown_is_for_rules_only():
+    result = gg("explain", f"{SAMPLE}:1", "--format", "markdown")
+    assert result.exit_code == 2
+    assert "FILE:LINE is explained as text or json" in result.output
