@@ -341,16 +341,26 @@ def statements_at(module: cst.Module, positions, line: int) -> list[cst.CSTNode]
         span = positions.range(node)
         if not span.start.line <= line <= span.end.line:
             continue
-        if isinstance(node, cst.SimpleStatementLine):
+        if isinstance(node, cst.SimpleStatementLine) or _at_header(node, positions, line):
             found.append(node)
             continue
-        body = getattr(node, "body", None)
-        if not isinstance(body, cst.IndentedBlock) or not body.body \
-                or line < positions.range(body.body[0]).start.line:  # the header's line
-            found.append(node)
-            continue
-        stack.extend(_blocks_of(node))
+        arm = node.orelse if isinstance(node, cst.If) else None
+        while isinstance(arm, cst.If):  # an ``elif`` runs as an arm of its ``if``
+            if _at_header(arm, positions, line):
+                found.append(node)
+                break
+            arm = arm.orelse
+        else:
+            stack.extend(_blocks_of(node))
     return found
+
+
+def _at_header(node: cst.CSTNode, positions, line: int) -> bool:
+    """Whether ``line`` is in a compound statement's header (from its start to its body's
+    first statement; all of it when the body is on the header's line)."""
+    body = getattr(node, "body", None)
+    return not isinstance(body, cst.IndentedBlock) or not body.body or \
+        positions.range(node).start.line <= line < positions.range(body.body[0]).start.line
 
 
 def enclosing_functions(module: cst.Module, positions, line: int) -> list[cst.FunctionDef]:
@@ -370,7 +380,8 @@ def enclosing_functions(module: cst.Module, positions, line: int) -> list[cst.Fu
 
 
 def _blocks_of(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements directly inside a compound statement (its body, else, handlers...)."""
+    """The statements directly inside a compound statement (its body, else, handlers...;
+    an ``elif``'s are its ``if``'s)."""
     inner: list[cst.CSTNode] = []
     for part in (getattr(node, name, None) for name in
                  ("body", "orelse", "handlers", "finalbody", "cases")):
