@@ -14,7 +14,7 @@ import sys
 import threading
 import traceback
 from functools import lru_cache
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -30,6 +30,9 @@ from gradguard.fixes import Rewrite, Source
 from gradguard.knowledge import TorchAPI
 from gradguard.rules import ALL_RULES, Rule
 
+if TYPE_CHECKING:
+    from gradguard.trace import Trace
+
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
 _RECURSION_LIMIT = 30_000
 _STACK_BYTES = 512 * 1024 * 1024
@@ -42,17 +45,20 @@ def check_source(
     debug: bool = False,
     options: Optional[Mapping[str, Mapping[str, object]]] = None,
     session: Optional["Session"] = None,
+    trace: Optional[Trace] = None,
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
-    ``session``: what the checks share (default: this process's, ``process_session``)."""
+    ``session``: what the checks share (default: this process's, ``process_session``).
+    ``trace``: what ``gradguard explain`` watches the analysis with (``gradguard.trace``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     if session is None:
         session = process_session()
     _make_room(len(source), session.project)
     with session.collector:
-        return _on_deep_stack(lambda: _check(source, path, rules, debug, options, session))
+        return _on_deep_stack(
+            lambda: _check(source, path, rules, debug, options, session, trace))
 
 
 # Memory: the modules imports led to are kept for the files after (each with its tree).
@@ -151,7 +157,8 @@ def _compiles(text: str, path: str) -> bool:
     return True
 
 
-def _check(source, path, rules, debug, options, session: Session) -> list[Finding]:
+def _check(source, path, rules, debug, options, session: Session,
+           trace: Optional[Trace] = None) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -192,7 +199,7 @@ def _check(source, path, rules, debug, options, session: Session) -> list[Findin
         interpreter = analyze(module, rules, lambda *report: raw.append(report),
                               failures, positions, path=disk_path,
                               project=project if disk_path is not None else None, text=text,
-                              options=options, knowledge=session.knowledge)
+                              options=options, knowledge=session.knowledge, trace=trace)
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))

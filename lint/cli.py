@@ -1,6 +1,7 @@
 """The ``gradguard`` command line (click): ``check`` files, list ``rules``, explain a
-``rule`` (or ``explain`` one), ``verify`` a program under torch, run the language
-``server``, ``clean`` the cache. Only the commands, their options and help live here.
+``rule``, ``explain`` what the engine knew at a line (or a rule), ``verify`` a program
+under torch, run the language ``server``, ``clean`` the cache. Only the commands, their
+options and help live here.
 
 ``check`` turns its options into a ``CheckOptions`` (``gradguard.options``) and hands it
 to ``gradguard.run``: the settings of each file (``gradguard.settings``), the files
@@ -25,8 +26,9 @@ from gradguard import cache as cache_module
 from gradguard.files import DEFAULT_EXCLUDE, display_path
 from gradguard.options import (DEBOUNCE, DEFAULTS, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK,
                                EXIT_TIMEOUT, CheckOptions, Fatal, echo_error)
+from gradguard.files import read_file
 from gradguard.run import run_check
-from gradguard.settings import load_config
+from gradguard.settings import Resolver, load_config
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -270,7 +272,47 @@ def explain_rule(code: Optional[str], all_rules: bool, output_format: str) -> No
     click.echo(ruledoc.render([info], output_format))
 
 
-main.add_command(explain_rule, "explain")
+@main.command("explain")
+@click.argument("target", required=False, metavar="FILE:LINE|CODE")
+@click.option("--all", "all_rules", is_flag=True, help="Explain every rule.")
+@click.option("--format", "output_format", type=click.Choice(ruledoc.FORMATS),
+              default="text", show_default=True,
+              help="Output format: text, or JSON (Markdown: rules only).")
+@_multi("--select", help="Codes or prefixes of the rules to run at FILE:LINE; replaces the "
+        "file's selection.")
+@_multi("--extend-select", help="Codes or prefixes to run in addition.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="Use this configuration for FILE instead of the nearest one.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.pass_context
+def explain(context: click.Context, target: Optional[str], all_rules: bool,
+            output_format: str, **settings) -> None:
+    """Explain FILE:LINE: what the engine knew there (each name's facts: tensor, leaf,
+    requires grad and why; live saves; grad mode) and why each rule did or did not
+    report. Given a CODE (or --all), the same as `gradguard rule`."""
+    from gradguard import explain as explain_module  # the checker (libcst): only for a line
+
+    location = explain_module.parse_target(target) if target and not all_rules else None
+    if location is None or ruledoc.find(target) is not None:
+        context.invoke(explain_rule, code=target, all_rules=all_rules,
+                       output_format=output_format)
+        return
+    if output_format not in explain_module.FORMATS:
+        raise click.BadParameter("FILE:LINE is explained as text or json", param_hint="--format")
+    path, line = location
+    try:
+        source = read_file(path)
+    except OSError as error:
+        raise Fatal(f"cannot read {path}: {error.strerror or error}") from None
+    if line > max(1, source.count(b"\n") + (not source.endswith(b"\n"))):
+        raise click.BadParameter(f"{path} has no line {line}", param_hint="FILE:LINE")
+    args = [f"--{name.replace('_', '-')}={value}" for name in ("select", "extend_select")
+            for value in settings[name]]
+    args += [f"--config={settings['config_path']}"] if settings["config_path"] else []
+    args += ["--isolated"] if settings["isolated"] else []
+    plan = Resolver(check_options(args)).plan_for(path)
+    click.echo(explain_module.render(explain_module.explain_line(path, source, line, plan),
+                                     output_format))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Optional
 
+from gradguard.facts import TensorFacts, Tri
 from gradguard.events import (
     AliasWriteRead,
     BackwardWithoutGrad,
@@ -76,6 +77,9 @@ class Rule:
     # the writes into a saved tensor the rule reports, if it reports such writes
     # (``rules/claims.py``; their precedence is ``rules.SAVED_WRITE_CLAIMANTS``)
     claims: ClassVar[Optional[Claim]] = None
+    # Told why the rule declines an event (``decline``): set only while ``gradguard
+    # explain`` traces a line, with the rule's code and the reason.
+    decline_listener: Optional[Callable[[str, str], None]] = None
 
     def __init__(self, report: Report, line_of: LineOf,
                  settings: Optional[Mapping[str, object]] = None,
@@ -103,6 +107,19 @@ class Rule:
         """Report a finding at ``node``; ``fix`` is the rewrite that removes it, if any
         (turned into edits only when the finding is placed)."""
         self._report(node, self.code, message, fix)
+
+    def decline(self, reason: str) -> None:
+        """Say why this rule does not report the event it is handling (``return
+        self.decline("grad mode is off")``): ``gradguard explain`` shows it; otherwise it
+        does nothing."""
+        if self.decline_listener is not None:
+            self.decline_listener(self.code, reason)
+
+    def decline_claim(self, mutation: Mutation) -> None:
+        """Decline a write into a saved tensor that another rule reports."""
+        if self.decline_listener is not None:
+            self.decline(f"{claimant_of(mutation)} reports this write (the first rule of "
+                         "rules.SAVED_WRITE_CLAIMANTS whose claim holds)")
 
     # Event handlers: the engine calls each one for every event of its kind.
     def on_inplace_write(self, event: InplaceWrite) -> None:
@@ -138,10 +155,7 @@ class Rule:
     def reports(self, mutation: Mutation) -> bool:
         """Whether this rule is the one that reports ``mutation``, a write into a saved
         tensor: the first in ``rules.SAVED_WRITE_CLAIMANTS`` whose claim holds."""
-        from gradguard.rules import claimant  # the table imports every rule
-        from gradguard.rules.claims import SavedWrite
-
-        return claimant(SavedWrite.of(mutation)) == self.code
+        return claimant_of(mutation) == self.code
 
     def failing_backward(self, event: SavedTensorMutated) -> str:
         """The backward that will need the changed tensor, as a noun phrase."""
@@ -184,6 +198,25 @@ def handlers_of(rule: Rule) -> dict:
         for kind in EVENT_KINDS
         if getattr(type(rule), f"on_{kind}") is not getattr(Rule, f"on_{kind}")
     }
+
+
+def claimant_of(mutation: Mutation) -> str:
+    """The code of the rule that reports ``mutation``, a write into a saved tensor."""
+    from gradguard.rules import claimant  # the table imports every rule
+    from gradguard.rules.claims import SavedWrite
+
+    return claimant(SavedWrite.of(mutation))
+
+
+def grad_mode_off(mode: Tri) -> str:
+    """Why a rule that needs grad mode on declines, given the mode (not YES)."""
+    return "grad mode is off" if mode is Tri.NO else "grad mode may be off (not known to be on)"
+
+
+def not_a_grad_leaf(text: str, facts: TensorFacts) -> str:
+    """Why a rule that needs a leaf that requires grad declines ``text``."""
+    return (f"{quote(text)} is not known to be a leaf that requires grad (leaf: "
+            f"{facts.is_leaf.name.lower()}, requires grad: {facts.requires_grad.name.lower()})")
 
 
 def quote(text: str) -> str:

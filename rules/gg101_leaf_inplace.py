@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradguard.events import IndexKind, InplaceWrite
 from gradguard.facts import Tri
-from gradguard.rules.base import Rule, quote
+from gradguard.rules.base import Rule, grad_mode_off, not_a_grad_leaf, quote
 from gradguard.rules.leaf_writes import leaf_write_remedy
 
 
@@ -92,10 +92,13 @@ class LeafInplace(Rule):
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
-        if event.grad_enabled is not Tri.YES or not event.target.is_grad_leaf:
-            return
-        if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):
-            return  # writes through a view of the leaf: GG102
+        if event.grad_enabled is not Tri.YES:
+            return self.decline(grad_mode_off(event.grad_enabled))
+        if not event.target.is_grad_leaf:
+            return self.decline(not_a_grad_leaf(event.target_text, event.target))
+        if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN):  # through a view of the leaf
+            return self.decline("the item assignment writes through a view of the leaf: "
+                                "GG102's case")
         where = self.where(event.target.grad_origin)
         advice, fix = leaf_write_remedy(event, into_view=False)
         self.report(

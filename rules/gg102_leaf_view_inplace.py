@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from gradguard.events import IndexKind, InplaceWrite
 from gradguard.facts import Tri
-from gradguard.rules.base import Rule, quote
+from gradguard.rules.base import Rule, grad_mode_off, quote
 from gradguard.rules.leaf_writes import leaf_write_remedy
 
 
@@ -59,7 +61,7 @@ class LeafViewInplace(Rule):
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         if event.grad_enabled is not Tri.YES:
-            return
+            return self.decline(grad_mode_off(event.grad_enabled))
         target, root = event.target, event.root
         if event.index in (IndexKind.BASIC, IndexKind.UNKNOWN) and target.is_grad_leaf:
             advice, fix = leaf_write_remedy(event, into_view=False)
@@ -71,20 +73,35 @@ class LeafViewInplace(Rule):
                 fix,
             )
             return
-        if (
-            root is not None
-            and root.is_grad_leaf
-            and target.requires_grad is Tri.YES
-            and target.created_with_grad is Tri.YES
-            and not target.untracked
-            and not target.multi_view  # torch's multi-view error comes first: GG203
-        ):
-            leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
-            advice, fix = leaf_write_remedy(event, into_view=True)
-            self.report(
-                event.node,
-                f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
-                f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
-                f"{advice}",
-                fix,
-            )
+        declined = _not_a_view_of_grad_leaf(event)
+        if declined is not None:
+            return self.decline(declined)
+        leaf = f"leaf tensor {quote(event.root_text)}" if event.root_text else "a leaf tensor"
+        advice, fix = leaf_write_remedy(event, into_view=True)
+        self.report(
+            event.node,
+            f"in-place {event.operation} on {quote(event.target_text)}, a view of {leaf} "
+            f"that requires grad{self.where(root.grad_origin)}{self.reached(event)}; "
+            f"{advice}",
+            fix,
+        )
+
+
+def _not_a_view_of_grad_leaf(event: InplaceWrite) -> Optional[str]:
+    """Why the written tensor is not known to be a view, recorded with grad on, of a leaf
+    that requires grad (GG102's second case); None when it is."""
+    target, root = event.target, event.root
+    if root is None:
+        return f"{quote(event.target_text)} is not known to be a view of another tensor"
+    if not root.is_grad_leaf:
+        return (f"the tensor it views is not known to be a leaf that requires grad (leaf: "
+                f"{root.is_leaf.name.lower()}, requires grad: {root.requires_grad.name.lower()})")
+    if target.requires_grad is not Tri.YES:
+        return "the view is not known to require grad"
+    if target.created_with_grad is not Tri.YES:
+        return "the view is not known to have been made with grad on"
+    if target.untracked:
+        return "the view was reached through `.data`"
+    if target.multi_view:
+        return "a view from a multi-output op: torch's multi-view error comes first (GG203)"
+    return None

@@ -77,7 +77,7 @@ class SavedTensorInplace(Rule):
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
         if not self.reports(mutation):
-            return
+            return self.decline_claim(mutation)
         through = f" through {quote(mutation.target_text)}, which shares its storage," \
             if mutation.aliased else ""
         fails = f"{self.failing_backward(event)} fail{self.via(mutation)}"

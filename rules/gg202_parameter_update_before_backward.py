@@ -64,7 +64,7 @@ class ParameterUpdateBeforeBackward(Rule):
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
         if not self.reports(mutation):
-            return
+            return self.decline_claim(mutation)
         save = mutation.save
         who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"

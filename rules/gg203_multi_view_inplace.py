@@ -49,9 +49,12 @@ class MultiViewInplace(Rule):
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         target = event.target
-        if not (target.multi_view and event.grad_enabled is Tri.YES
-                and target.requires_grad is Tri.YES and target.created_with_grad is Tri.YES):
-            return
+        if not target.multi_view:
+            return self.decline("not known to be an output of unbind/split/chunk")
+        if not (event.grad_enabled is Tri.YES and target.requires_grad is Tri.YES
+                and target.created_with_grad is Tri.YES):
+            return self.decline("grad is not known to be tracked (grad mode on, the view "
+                                "requiring grad and made with grad on)")
         self.report(
             event.node,
             f"in-place {event.operation} on {quote(event.target_text)}, an output of "

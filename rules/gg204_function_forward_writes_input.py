@@ -76,7 +76,7 @@ class FunctionForwardWritesInput(Rule):
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
         if not self.reports(mutation):
-            return
+            return self.decline_claim(mutation)
         save = mutation.save
         saver = f"{quote(save.op)} (line {self.line_of(save.node)})"
         self.report(

@@ -71,9 +71,12 @@ class FunctionViewOutputInplace(Rule):
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         target = event.target
-        if target.function_view is None or event.through_data \
-                or event.grad_enabled is not Tri.YES or target.requires_grad is not Tri.YES:
-            return
+        if target.function_view is None:
+            return self.decline("not known to be a view a custom autograd Function returned")
+        if event.through_data or event.grad_enabled is not Tri.YES \
+                or target.requires_grad is not Tri.YES:
+            return self.decline("written through `.data`, or grad mode or the view's "
+                                "requires_grad not known to be on")
         self.report(
             event.node,
             f"in-place {event.operation} on {quote(event.target_text)}, a view that "

@@ -80,7 +80,7 @@ class FunctionSavedTensorInplace(Rule):
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
         if not self.reports(mutation):
-            return
+            return self.decline_claim(mutation)
         save = mutation.save
         self.report(
             mutation.node,

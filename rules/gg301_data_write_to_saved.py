@@ -59,7 +59,7 @@ class DataWriteToSaved(Rule):
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
         if not self.reports(mutation):
-            return
+            return self.decline_claim(mutation)
         save = mutation.save
         line = self.line_of(save.node)
         saved = (f"{quote(save.tensor_text)}, which {quote(save.op)} saved for backward "

@@ -79,10 +79,13 @@ class DataWrite(Rule):
     def on_inplace_write(self, event: InplaceWrite) -> None:
         from gradguard import fixes  # libcst, loaded only where a file is linted
 
-        if not event.through_data or event.hits_saved:
-            return
+        if not event.through_data:
+            return self.decline("the write is not through `.data`")
+        if event.hits_saved:
+            return self.decline("a live graph saved this storage: GG301 reports the write at "
+                                "the backward that needs it")
         if self.in_function_matching(event.node, self.settings["allow-in"]):
-            return
+            return self.decline("inside a function the `allow-in` option names")
         text = event.target_text
         base = text[: -len(".data")] if text.endswith(".data") else None
         doubt, unsafe = _dropped_gradient(event)

@@ -63,14 +63,15 @@ class DetachInplaceView(Rule):
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:
         mutation = event.mutation
-        if self.reports(mutation):
-            self.report(
-                mutation.node,
-                f"`detach_()` on {quote(mutation.target_text)}, which {quote(mutation.save.op)} "
-                f"saved as an input (line {self.line_of(mutation.save.node)}): the backward at "
-                f"line {self.line_of(event.backward_node)} raises. Use `.detach()` where the "
-                "detached value is needed",
-            )
+        if not self.reports(mutation):
+            return self.decline_claim(mutation)
+        self.report(
+            mutation.node,
+            f"`detach_()` on {quote(mutation.target_text)}, which {quote(mutation.save.op)} "
+            f"saved as an input (line {self.line_of(mutation.save.node)}): the backward at "
+            f"line {self.line_of(event.backward_node)} raises. Use `.detach()` where the "
+            "detached value is needed",
+        )
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
         if event.kind == "detach_":

@@ -45,6 +45,7 @@ from gradguard.walk import child_nodes
 
 if TYPE_CHECKING:  # the project runs the interpreter on the modules a file imports
     from gradguard.project import Project
+    from gradguard.trace import Trace
 
 # (node, code, message, fix, site): ``site`` is the analysed code's call that led to the
 # node when the node is in another file's code (see ``Interpreter.call_site``).
@@ -55,16 +56,19 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
             positions: Positions, path: Optional[str] = None,
             project: Optional[Project] = None, text: Optional[str] = None,
             options: Optional[Mapping[str, Mapping[str, object]]] = None,
-            knowledge: Optional[TorchAPI] = None) -> "Interpreter":
+            knowledge: Optional[TorchAPI] = None,
+            trace: Optional[Trace] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
     loader's); rule failures are appended to ``failures``. The project keeps the
-    module's bindings for the files that import it later."""
+    module's bindings for the files that import it later. ``trace`` (for ``gradguard
+    explain``) observes the analysis of one line."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
                               scope=scope, options=options,
-                              knowledge=knowledge if knowledge is not None else load())
+                              knowledge=knowledge if knowledge is not None else load(),
+                              trace=trace)
     interpreter.run()
     if project is not None and path is not None and text is not None:
         scope.imports = interpreter.file.imported
@@ -81,7 +85,7 @@ class Interpreter:
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
                  options: Optional[Mapping[str, Mapping[str, object]]] = None, *,
-                 knowledge: TorchAPI) -> None:
+                 knowledge: TorchAPI, trace: Optional[Trace] = None) -> None:
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.positions = positions
         self.failures = failures
@@ -129,10 +133,17 @@ class Interpreter:
             cst.ClassDef: self.definitions.class_def,
             cst.Match: self.control.match,
         }
+        # The observer of ``gradguard explain`` (``gradguard.trace``), or None: then each
+        # point it watches costs one test of this attribute.
+        self.trace = trace
+        if trace is not None:
+            trace.attach(self)
 
     # ----------------------------------------------------------------- reporting
     def _report_once(self, node: cst.CSTNode, code: str, message: str, fix=None) -> None:
         key = (id(node), code)
+        if self.trace is not None:
+            self.trace.report_made(node, code, message, first=key not in self._reported)
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
             self._note_home(node)
@@ -218,6 +229,8 @@ class Interpreter:
             recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
         outer, self._event = self._event, event
+        if self.trace is not None:
+            self.trace.event_dispatched(kind, event)
         try:
             for rule, handler in list(handlers):
                 try:
@@ -229,12 +242,16 @@ class Interpreter:
                                            if entry[0] is not rule]
         finally:
             self._event = outer
+            if self.trace is not None:
+                self.trace.event_handled(kind, event)
 
     def start_scope(self, node: cst.CSTNode, globals_: Optional[dict]) -> None:
         """Analyse a new top-level scope (the module body, or a function body on its own)
         with a budget of statements proportional to its own size (nested functions are
         scopes of their own), within what is left of the file's: past it, the scope's
         calls are no longer followed and its loops run once (then widen)."""
+        if self.trace is not None:
+            self.trace.scope_started(node)
         self.calls.start_scope(globals_)
         self.budget.start_scope(node)
 
@@ -258,7 +275,11 @@ class Interpreter:
             if st is None:
                 return None  # unreachable code after return/raise/break
             handler = self._statements.get(type(statement))
-            if handler is not None:
+            if handler is None:
+                continue
+            if self.trace is not None:
+                st = self.trace.statement(statement, st, handler)
+            else:
                 st = handler(statement, st)
         return st
 
