@@ -1,5 +1,5 @@
 """VoxelPose's train_3d with the three losses backpropagated together in each iteration
-(the issue's suggestion), so no loss outlives its graph or an optimizer step.
+(the nearest correct shape), so no loss outlives its graph or an optimizer step.
 """
 import torch
 import torch.nn as nn
