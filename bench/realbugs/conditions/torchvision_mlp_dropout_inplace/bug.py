@@ -1,0 +1,35 @@
+"""torchvision.ops.MLP: `inplace` defaults to True and is passed to both the activation
+and the Dropout layers; with dropout > 0 the in-place Dropout overwrites the in-place
+ReLU's output, which the ReLU saved for backward.
+
+Source: https://github.com/pytorch/vision/issues/7174
+Shape: conditions
+Symptom: one of the variables needed for gradient computation has been modified by an inplace operation
+"""
+from typing import Callable, List, Optional
+
+import torch
+
+
+class MLP(torch.nn.Sequential):
+    def __init__(self, in_channels: int, hidden_channels: List[int],
+                 norm_layer: Optional[Callable[..., torch.nn.Module]] = None,
+                 activation_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.ReLU,
+                 inplace: Optional[bool] = True, bias: bool = True, dropout: float = 0.0):
+        params = {} if inplace is None else {"inplace": inplace}
+        layers = []
+        in_dim = in_channels
+        for hidden_dim in hidden_channels[:-1]:
+            layers.append(torch.nn.Linear(in_dim, hidden_dim, bias=bias))
+            if norm_layer is not None:
+                layers.append(norm_layer(hidden_dim))
+            layers.append(activation_layer(**params))
+            layers.append(torch.nn.Dropout(dropout, **params))  # culprit: GG201
+            in_dim = hidden_dim
+        layers.append(torch.nn.Linear(in_dim, hidden_channels[-1], bias=bias))
+        layers.append(torch.nn.Dropout(dropout, **params))  # culprit: GG201
+        super().__init__(*layers)
+
+
+torch.manual_seed(0)
+MLP(3, [3, 3], dropout=0.5)(torch.rand(3)).sum().backward()  # culprit: GG201
