@@ -255,12 +255,12 @@ class State:
     a ``.grad`` (an optimizer steps only those that have one): no at the start of a
     module, unknown at the start of a function analysed alone. ``freed``: the saves a
     backward without ``retain_graph`` certainly freed (on every path, and not made again
-    since), each with that backward's node: a backward through one raises. ``globals``: a function's
-    globals, the module's bindings, shared and never copied or joined (a state's copies
-    and joins cost what its locals cost); empty at module level, where ``env`` holds the
-    module's bindings. ``scope`` is the code the state runs in (``gradguard.scopes``):
-    None for the module body, else the function's ``FunctionScope`` or the class body's
-    ``ClassScope``.
+    since), each with that backward's node: a backward through one raises. ``globals``:
+    a function's globals, the module's bindings, shared and never copied or joined (a
+    state's copies and joins cost what its locals cost); empty at module level, where
+    ``env`` holds the module's bindings. ``scope`` is the code the state runs in
+    (``gradguard.scopes``): None for the module body, else the function's
+    ``FunctionScope`` or the class body's ``ClassScope``.
     """
 
     # Equality compares in this order and stops at the first difference: cheap ones first.

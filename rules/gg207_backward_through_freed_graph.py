@@ -61,7 +61,7 @@ class BackwardThroughFreedGraph(Rule):
 
     code = "GG207"
     name = "backward-through-freed-graph"
-    summary = "backward through tensors saved for backward that an earlier backward freed: torch raises"
+    summary = "backward through saved tensors that an earlier backward freed: torch raises"
 
     def on_backward_through_freed(self, event: BackwardThroughFreed) -> None:
         save = event.save

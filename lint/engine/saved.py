@@ -273,12 +273,13 @@ class SavedTensors(Room):
         """The saves of ``needed`` that a backward certainly unpacks (and, without
         ``retain_graph``, frees): torch runs only the nodes on a path to what it
         differentiates, so with ``reach`` given, only the saves of a tensor in ``reach``
-        (a node that saved one has an edge to it). A layer's parameters saved by a
+        (a node that saved one has an edge to it; a view in ``reach`` is left out: a node
+        that saved its base has none to the view). A layer's parameters saved by a
         forward that was not followed (``*params``) are a guess, never counted."""
         saves = [save for save in needed.flat() if save.key[1] != PARAMS]
         if reach is None:
             return frozenset(saves)
-        targets = [self.counter_of(st, value.obj) for value in _tensors_in(reach)
+        targets = [value.obj for value in _tensors_in(reach)
                    if self.counter_of(st, value.obj) == value.obj]
         return frozenset(save for save in saves
                          if any(self.covers(target, save.storage) for target in targets))
