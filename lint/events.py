@@ -206,3 +206,14 @@ class OutArgument:
     out_requires_grad: Tri  # whether the ``out=`` tensor requires grad
     inputs_require_grad: Tri  # whether one of the other arguments does
     grad_enabled: Tri
+
+
+@dataclass(frozen=True)
+class BackwardThroughFreed:
+    """A backward (or ``torch.autograd.grad``) runs through a tensor saved for backward
+    that an earlier backward without ``retain_graph`` certainly freed: torch raises."""
+
+    node: cst.CSTNode  # the second backward
+    text: str  # what it backpropagates, as written
+    save: SaveRecord  # a freed save it needs (the first by where the saving op is)
+    freed_by: cst.CSTNode  # the backward that freed it

@@ -213,6 +213,13 @@ def both(first: bool, second: bool) -> bool:
     return first and second
 
 
+def freed_on_both(first: frozenset, second: frozenset) -> frozenset:
+    """The saves freed on both paths (``State.freed``), each cited by the first path's
+    backward."""
+    saves = {save for save, _ in second}
+    return frozenset(pair for pair in first if pair[0] in saves)
+
+
 def join_envs(a: dict, b: dict) -> dict:
     """A name bound on one path only is not known after the join."""
     joined = {}
@@ -246,12 +253,14 @@ class State:
     allocation site has made a new tensor since (a loop's next pass): a write to the new
     tensor does not change them. ``gradients``: whether a backward may have given leaves
     a ``.grad`` (an optimizer steps only those that have one): no at the start of a
-    module, unknown at the start of a function analysed alone. ``globals``: a function's
-    globals, the module's bindings, shared and never copied or joined (a state's copies
-    and joins cost what its locals cost); empty at module level, where ``env`` holds the
-    module's bindings. ``scope`` is the code the state runs in (``gradguard.scopes``):
-    None for the module body, else the function's ``FunctionScope`` or the class body's
-    ``ClassScope``.
+    module, unknown at the start of a function analysed alone. ``freed``: the saves a
+    backward without ``retain_graph`` certainly freed (on every path, and not made again
+    since), each with that backward's node: a backward through one raises. ``globals``:
+    a function's globals, the module's bindings, shared and never copied or joined (a
+    state's copies and joins cost what its locals cost); empty at module level, where
+    ``env`` holds the module's bindings. ``scope`` is the code the state runs in
+    (``gradguard.scopes``): None for the module body, else the function's
+    ``FunctionScope`` or the class body's ``ClassScope``.
     """
 
     # Equality compares in this order and stops at the first difference: cheap ones first.
@@ -267,6 +276,7 @@ class State:
         Field("alias_writes", frozenset(),   same,      or_,         None,      EFFECT),
         Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
         Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
+        Field("freed",        frozenset(),   same,      freed_on_both, None,    EFFECT),
         Field("globals",      EMPTY_GLOBALS, same,      shared,      None,      OWN),
         Field("scope",        None,          same,      shared,      None,      OWN),
     )

@@ -12,6 +12,7 @@ from gradguard.rules.gg203_multi_view_inplace import MultiViewInplace
 from gradguard.rules.gg204_function_forward_writes_input import FunctionForwardWritesInput
 from gradguard.rules.gg205_function_view_output_inplace import FunctionViewOutputInplace
 from gradguard.rules.gg206_function_saved_tensor_inplace import FunctionSavedTensorInplace
+from gradguard.rules.gg207_backward_through_freed_graph import BackwardThroughFreedGraph
 from gradguard.rules.gg301_data_write_to_saved import DataWriteToSaved
 from gradguard.rules.gg302_data_write import DataWrite
 from gradguard.rules.gg303_detach_alias_write import DetachAliasWrite
@@ -33,6 +34,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     FunctionForwardWritesInput,
     FunctionViewOutputInplace,
     FunctionSavedTensorInplace,
+    BackwardThroughFreedGraph,
     DataWriteToSaved,
     DataWrite,
     DetachAliasWrite,

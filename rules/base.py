@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Optional
 from gradguard.facts import TensorFacts, Tri
 from gradguard.events import (
     AliasWriteRead,
+    BackwardThroughFreed,
     BackwardWithoutGrad,
     DetachInplace,
     DroppedTerm,
@@ -152,6 +153,9 @@ class Rule:
     def on_out_argument(self, event: OutArgument) -> None:
         pass
 
+    def on_backward_through_freed(self, event: BackwardThroughFreed) -> None:
+        pass
+
     def reports(self, mutation: Mutation) -> bool:
         """Whether this rule is the one that reports ``mutation``, a write into a saved
         tensor: the first in ``rules.SAVED_WRITE_CLAIMANTS`` whose claim holds."""
@@ -188,7 +192,8 @@ class Rule:
 
 EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
                "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
-               "legacy_variable", "requires_grad_set", "out_argument")
+               "legacy_variable", "requires_grad_set", "out_argument",
+               "backward_through_freed")
 
 
 def handlers_of(rule: Rule) -> dict:

@@ -24,7 +24,7 @@ from gradguard.checker import check_source
 
 # The codes whose findings torch can confirm (a raise, or a silently wrong gradient).
 CONFIRMABLE = frozenset({"GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203",
-                         "GG204", "GG205", "GG206", "GG301", "GG304"})
+                         "GG204", "GG205", "GG206", "GG207", "GG301", "GG304"})
 # torch's error message -> the code of the rule that covers it (first match wins).
 COVERED_ERRORS = [
     (oracle.VIEW_OF_LEAF_MSG, "GG102"),
@@ -35,6 +35,7 @@ COVERED_ERRORS = [
     (oracle.MULTI_OUTPUT_VIEW_MSG[:40], "GG203"),
     (oracle.CUSTOM_FUNCTION_VIEW_MSG, "GG205"),
     (oracle.NO_GRAD_FN_MSG, "GG304"),
+    (oracle.FREED_GRAPH_MSG, "GG207"),
 ]
 
 

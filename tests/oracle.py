@@ -228,6 +228,10 @@ register(Expectation("GG204", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 register(Expectation("GG205", "raises_here", RuntimeError, CUSTOM_FUNCTION_VIEW_MSG))
 register(Expectation("GG206", "raises_later", RuntimeError, SAVED_TENSOR_MSG))
 
+FREED_GRAPH_MSG = "Trying to backward through the graph a second time"
+
+register(Expectation("GG207", "raises_here", RuntimeError, FREED_GRAPH_MSG))
+
 NO_GRAD_FN_MSG = "element 0 of tensors does not require grad and does not have a grad_fn"
 NON_LEAF_GRAD_MSG = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
 DETACH_VIEW_MSG = "Can't detach views in-place"

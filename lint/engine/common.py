@@ -48,6 +48,11 @@ def _retains(retain: Optional[Value], create: Optional[Value]) -> Tri:
     return Tri.NO if flag is None else tri_of(flag)
 
 
+def spelled_out(call: cst.Call) -> bool:
+    """Whether every argument of ``call`` is written out (no ``*args``, no ``**kwargs``)."""
+    return not any(arg.star for arg in call.args)
+
+
 def _literal(node) -> object:
     """A literal's value. A plain string is read off its text: ``evaluated_value`` compiles
     the literal, which costs more than anything else the engine does with it."""

@@ -9,6 +9,7 @@ import libcst as cst
 from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text, view_chain
 from gradguard.engine.room import Room
 from gradguard.events import (
+    BackwardThroughFreed,
     BackwardWithoutGrad,
     DroppedTerm,
     Mutation,
@@ -193,6 +194,8 @@ class SavedTensors(Room):
             return
         superseded = frozenset(s for s in st.retained if s in records)
         st.saves = st.saves | records
+        if st.freed:  # saved again: a fresh graph, not the freed one
+            st.freed = frozenset(pair for pair in st.freed if pair[0] not in records)
         if st.stale:
             st.stale = st.stale - records
         if superseded:
@@ -236,8 +239,12 @@ class SavedTensors(Room):
         return True
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
-                     retain: Tri, text: str = Prose("the tensor")) -> None:
-        """A backward over ``roots`` (``text``: how the code writes them)."""
+                     retain: Tri, text: str = Prose("the tensor"),
+                     reach: Optional[Value] = None, spelled_out: bool = False) -> None:
+        """A backward over ``roots`` (``text``: how the code writes them). ``reach``: the
+        tensors it differentiates (``inputs=``, ``autograd.grad``'s inputs), None for every
+        leaf; ``spelled_out``: every argument is known (no ``*args``), so ``retain`` is
+        certain."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
         for root in roots:
             facts = self.tensors.facts(st, root)
@@ -251,11 +258,41 @@ class SavedTensors(Room):
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
                 self.engine.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
+        unpacked = self._unpacked(st, needed, reach) if spelled_out else frozenset()
+        self._through_freed(st, node, text, unpacked)
         if retain is Tri.NO:  # the graph is freed: later writes are safe
             st.saves = st.saves - needed
+            freed = {save for save, _ in st.freed}
+            st.freed = st.freed | frozenset((save, node) for save in unpacked
+                                            if save not in freed)
         else:
             st.retained = st.retained | needed.flat()
         st.mutations = frozenset(m for m in st.mutations if m.save not in needed)
+
+    def _unpacked(self, st: State, needed: SaveSet, reach: Optional[Value]) -> frozenset:
+        """The saves of ``needed`` that a backward certainly unpacks (and, without
+        ``retain_graph``, frees): torch runs only the nodes on a path to what it
+        differentiates, so with ``reach`` given, only the saves of a tensor in ``reach``
+        (a node that saved one has an edge to it; a view in ``reach`` is left out: a node
+        that saved its base has none to the view). A layer's parameters saved by a
+        forward that was not followed (``*params``) are a guess, never counted."""
+        saves = [save for save in needed.flat() if save.key[1] != PARAMS]
+        if reach is None:
+            return frozenset(saves)
+        targets = [value.obj for value in _tensors_in(reach)
+                   if self.counter_of(st, value.obj) == value.obj]
+        return frozenset(save for save in saves
+                         if any(self.covers(target, save.storage) for target in targets))
+
+    def _through_freed(self, st: State, node: cst.CSTNode, text: str,
+                       unpacked: frozenset) -> None:
+        """Tell the rules when a backward needs a save an earlier one freed."""
+        freed_by = dict(st.freed)
+        hits = [save for save in unpacked if save in freed_by]
+        if hits:
+            save = min(hits, key=lambda save: (self._where(save.node), save.op, save.tensor_text))
+            self.engine.dispatch("backward_through_freed", BackwardThroughFreed(
+                node, text, save, freed_by[save]))
 
     def _in_order(self, mutations: frozenset) -> list[Mutation]:
         """The mutations by where the write is, then where the op that saved is: a layer
@@ -283,6 +320,15 @@ class SavedTensors(Room):
 
 
 INDEX = OpName.of("operator", "index")  # what ``a[i]`` calls
+
+
+def _tensors_in(value: Value) -> list[TensorRef]:
+    """The tensors a value names: itself, or the tensors of a list or tuple."""
+    if isinstance(value, TensorRef):
+        return [value]
+    if isinstance(value, Seq):
+        return [item for item in value.items if isinstance(item, TensorRef)]
+    return []
 
 
 def _operand_tensors(key: str, value: Value, text) -> list:

@@ -7,7 +7,14 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _retains, source_text, tri_of, view_chain
+from gradguard.engine.common import (
+    PARAMS,
+    _retains,
+    source_text,
+    spelled_out,
+    tri_of,
+    view_chain,
+)
 from gradguard.engine.room import Room
 from gradguard.events import (
     AliasWriteRead,
@@ -403,7 +410,9 @@ class Tensors(Room):
             retain = self.expressions.argument(node, args, "retain_graph", 1)
             create = self.expressions.argument(node, args, "create_graph", 2)
             self.saved.run_backward(st, node, [tensor], _retains(retain, create),
-                              source_text(receiver_node))
+                                    source_text(receiver_node),
+                                    reach=self.expressions.argument(node, args, "inputs", 3),
+                                    spelled_out=spelled_out(node))
             st.gradients = Tri.YES  # the leaves it reached have a .grad now
             return Const(None)
         if name == "detach":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradguard.engine.common import _retains, source_text, tri_of
+from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
 from gradguard.engine.room import Room
 from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
@@ -72,11 +72,18 @@ class TorchCalls(Room):
         if namespace == "torch.nn.functional":
             return self._functional(st, node, OpName.of(namespace, name), args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):
-            retain = self.expressions.argument(node, args, "retain_graph")
-            create = self.expressions.argument(node, args, "create_graph")
+            # backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
+            # inputs); grad(outputs, inputs, grad_outputs, retain_graph, create_graph, ...)
+            first = 2 if name == "backward" else 3
+            retain = self.expressions.argument(node, args, "retain_graph", first)
+            create = self.expressions.argument(node, args, "create_graph", first + 1)
+            reach = self.expressions.argument(node, args, "inputs", 5 if name == "backward" else 1)
             roots = arg0.items if isinstance(arg0, Seq) else [arg0]
             self.saved.run_backward(st, node, roots, _retains(retain, create),
-                              source_text(node.args[0].value) if node.args else Prose("the tensor"))
+                                    source_text(node.args[0].value) if node.args
+                                    else Prose("the tensor"),
+                                    reach=UNKNOWN if name == "grad" and reach is None else reach,
+                                    spelled_out=spelled_out(node))
             if name == "backward":  # autograd.grad returns the gradients, .grad stays
                 st.gradients = Tri.YES
             return UNKNOWN

@@ -37,10 +37,11 @@ How it sees things
 
 Codes
 -----
-GG101 / GG102 / GG103 / GG104 / GG203 / GG205 / GG306 (view): torch raises at once; the
+GG101 / GG102 / GG103 / GG104 / GG203 / GG205 / GG207 / GG306 (view): torch raises at once; the
 mode classifies the error by its message as the call fails (the op never ran) and
 re-raises it (GG103: the flag's setter and ``requires_grad_``; GG104: a call with
-``out=``). GG205 is torch's refusal to write in place into a view a custom Function
+``out=``; GG207: a backward through saved tensors that an earlier backward without
+``retain_graph`` freed). GG205 is torch's refusal to write in place into a view a custom Function
 returned (its input, or a view of it, without ``ctx.mark_dirty``).
 GG201 / GG202 / GG204 / GG206: after an in-place call, a live saved record on the same
 storage whose version counter the call moved gets a *pending* event; it is emitted when a
@@ -109,7 +110,7 @@ __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODE
 
 MONITORED_CODES = frozenset({
     "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
-    "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
+    "GG207", "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
 })
 
 
@@ -181,6 +182,7 @@ DETACH_VIEW_MSG = "Can't detach views in-place"
 NO_GRAD_FN_MSG = "does not require grad and does not have a grad_fn"
 NON_LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables"
 OUT_ARGUMENT_MSG = "functions with out=... arguments don't support automatic differentiation"
+FREED_GRAPH_MSG = "Trying to backward through the graph a second time"
 SAVED_MSG = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DETACHED_SAVED_MSG = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                       "This is not supported, please use out-of-place `.detach()` instead")
@@ -197,6 +199,7 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
     (NO_GRAD_FN_MSG, "GG304", "backward() on a tensor that does not require grad"),
     (NON_LEAF_FLAG_MSG, "GG103", "requires_grad set on a tensor that is not a leaf"),
     (OUT_ARGUMENT_MSG, "GG104", "out= argument of a call that autograd tracks"),
+    (FREED_GRAPH_MSG, "GG207", "backward through saved tensors an earlier backward freed"),
 )
 
 # --------------------------------------------------------------------------- call kinds
