@@ -239,7 +239,11 @@ class Expressions(Room):
         return mapping
 
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
-        self.evaluate(node.test, st)
+        """``a if test else b``: only the arm a known test picks (``[False, True] if
+        check_train else [False]`` with ``check_train=False``), else both, joined."""
+        test = self.evaluate(node.test, st)
+        if isinstance(test, Const) and isinstance(test.value, bool):
+            return self.evaluate(node.body if test.value else node.orelse, st)
         return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
 
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
