@@ -157,7 +157,9 @@ class Statements(Room):
                                                "`requires_grad = True`", source_text(target.value))
             elif attr == "data":
                 self._assign_data(target, owner, value, st, node)
-            return  # ``.grad = ...``: nothing to track
+            elif attr == "grad":  # the code fills ``.grad`` itself: a later read gets it
+                st.heap[owner.obj] = self.tensors.facts(st, owner).evolve(retains_grad=True)
+            return
         path = dotted(target)
         if path is None:
             return
