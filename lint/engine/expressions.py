@@ -186,11 +186,12 @@ class Expressions(Room):
         return Const(isinstance(node.comparisons[0].operator, cst.IsNot))
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
-        """A value the engine knows exists: not a ``.grad`` (None until a backward fills
-        it) nor a tensor only assumed (a ``forward``'s argument)."""
+        """A value the engine knows exists: not a tensor that may be None where it is
+        read (``FileContext.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
         if isinstance(value, TensorRef):
             facts = st.heap.get(value.obj)
-            return facts is not None and not facts.assumed_grad and not _is_grad_slot(value)
+            return facts is not None and not facts.assumed_grad \
+                and value.obj not in self.file.maybe_none
         return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer))
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
@@ -612,9 +613,3 @@ def _concatenate(left: Value, right: Value) -> Value:
     parts = [v.element if isinstance(v, IterableOf) else v for v in (left, right)]
     return Seq(tuple(item for part in parts
                      for item in (part.items if isinstance(part, Seq) else (part,))))
-
-
-def _is_grad_slot(tensor: TensorRef) -> bool:
-    """A tensor's ``.grad`` (see ``Tensors.tensor_attribute``): None until a backward
-    fills it, so whether it is None is never known here."""
-    return isinstance(tensor.obj, tuple) and len(tensor.obj) == 2 and tensor.obj[1] == "grad"
