@@ -428,6 +428,41 @@ CASES = {
         target = w if flag else torch.zeros(2)
         target.add_(1)
         """, {(5, "GG101")}),
+    "every call passes a private helper the same flag: its body takes it": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        _update(False)
+        """, set()),
+    "callers passing different flags: the helper's flag stays unknown": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        _update(True)
+        """, {(5, "GG101")}),
+    "a public helper may have callers elsewhere: no flag flows": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def update(step=True):
+            if step:
+                w.add_(1)
+        update(step=False)
+        """, {(5, "GG101")}),
+    "a helper also named outside a call: no flag flows": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        hooks = [_update]
+        """, {(5, "GG101")}),
     # --- objects -----------------------------------------------------------------------
     "alias sees requires_grad set through another name": ("""
         import torch
