@@ -71,6 +71,7 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
         self.caller_flags: dict[int, dict] = {}
@@ -140,10 +141,25 @@ class UserCalls(Room):
         return UNKNOWN if result is None else result
 
     def worth_following(self, definition: cst.FunctionDef) -> bool:
+        """Whether following a call can tell anything: its syntax may (``relevance``), or
+        it calls a function of the module that may (``quantize_`` calling the helper
+        that swaps the layers)."""
         key = id(definition)
         if key not in self._worth:
-            self._worth[key] = may_matter(cst_events(definition))
+            self._worth[key] = False  # met again while deciding (recursion): not by itself
+            events = list(cst_events(definition))
+            self._worth[key] = may_matter(events) or any(
+                self.worth_following(callee) for callee in self._module_functions_called(events))
         return self._worth[key]
+
+    def _module_functions_called(self, events: list) -> list:
+        """The module-level functions of this file that a body calls by name."""
+        if self._module_functions is None:
+            self._module_functions = {
+                statement.name.value: statement for statement in self.file.scope.module.body
+                if isinstance(statement, cst.FunctionDef)}
+        names = {name for kind, name in events if kind == "call"}
+        return [self._module_functions[name] for name in names if name in self._module_functions]
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
                     args: list) -> Optional[Value]:
