@@ -203,7 +203,8 @@ class TensorFacts:
     function_view: Optional[str] = None
     # Why it cannot require grad, when that is known (no_grad, .detach(), a factory).
     why_no_grad: Optional[Origin] = None
-    # ``retain_grad()`` was called: its ``.grad`` is kept although it is not a leaf.
+    # ``retain_grad()`` was called, or the code assigned ``.grad`` itself: its ``.grad``
+    # holds something although it is not a leaf.
     retains_grad: bool = False
     # A new leaf wrapped around a value cut from its graph (``torch.tensor(loss.item(),
     # requires_grad=True)``): backward through it reaches nothing.

@@ -9,8 +9,10 @@ from gradguard.rules.base import Rule, quote
 class DetachAliasWrite(Rule):
     """## What it does
     Finds in-place writes through a ``.detach()`` alias (``c = out.detach(); c.zero_()``,
-    ``x.detach().zero_()``) when the original tensor is read afterwards. (When a live
-    graph saved the original, the write is GG201: backward fails.)
+    ``y = x.detach().clamp_(0, 1)``) when the original tensor is read afterwards. (When a
+    live graph saved the original, the write is GG201: backward fails.) A statement that
+    writes an unnamed alias and drops the result (``c.detach().copy_(s)``) can only be
+    aimed at the original: it is not reported.
 
     ## Why is this bad?
     ``.detach()`` shares the storage: the write changes the original's values for every

@@ -395,6 +395,74 @@ CASES = {
         if (w := torch.ones(2, requires_grad=True)) is not None:
             w.add_(1)
         """, {(3, "GG101")}),
+    "a known tensor is not None: the guarded branch never runs": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        loss = (w * 2).sum()
+        if loss is None:
+            w.add_(1)
+        """, set()),
+    "a .grad may be None: its test is not decided": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        if w.grad is None:
+            w.add_(1)
+        """, {(4, "GG101")}),
+    "a bias its flag may have turned off may be None": ("""
+        import torch.nn as nn
+        def make(flag):
+            lin = nn.Linear(2, 2, bias=flag)
+            if lin.bias is None:
+                lin.weight.add_(1)
+        """, {(5, "GG101")}),
+    "a bias its flag keeps is not None": ("""
+        import torch.nn as nn
+        lin = nn.Linear(2, 2)
+        if lin.bias is None:
+            lin.weight.add_(1)
+        """, set()),
+    "a conditional expression with a known test picks one arm": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        flag = True
+        target = w if flag else torch.zeros(2)
+        target.add_(1)
+        """, {(5, "GG101")}),
+    "every call passes a private helper the same flag: its body takes it": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        _update(False)
+        """, set()),
+    "callers passing different flags: the helper's flag stays unknown": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        _update(True)
+        """, {(5, "GG101")}),
+    "a public helper may have callers elsewhere: no flag flows": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def update(step=True):
+            if step:
+                w.add_(1)
+        update(step=False)
+        """, {(5, "GG101")}),
+    "a helper also named outside a call: no flag flows": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        def _update(step=True):
+            if step:
+                w.add_(1)
+        _update(step=False)
+        hooks = [_update]
+        """, {(5, "GG101")}),
     # --- objects -----------------------------------------------------------------------
     "alias sees requires_grad set through another name": ("""
         import torch

@@ -23,6 +23,7 @@ there (``CallStack.via``, ``CallStack.outermost``).
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -70,7 +71,10 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
+        # def -> call site -> parameter -> the flags (True, False, None) it passed there
+        self.caller_flags: dict[int, dict] = {}
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
@@ -89,6 +93,38 @@ class UserCalls(Room):
             and project.callers.called_without_grad(project, scope.path, definition.name.value)
         return Tri.MAYBE if elsewhere else Tri.YES
 
+    def entry_flags(self, definition: cst.FunctionDef) -> dict:
+        """Parameters a function body analysed on its own may take as known: a flag
+        (``check_train=False``) that every call of the function passes alike, when all
+        its calls are known: its name is private (``_check_common``: no other file calls
+        it) and the file names it only at call sites that were followed, one each (so
+        the branch the flag turns off is not analysed as reachable)."""
+        sites = self.caller_flags.get(id(definition))
+        name = definition.name.value
+        if not sites or not name.startswith("_") or name.endswith("__"):
+            return {}
+        mentions = len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", self.file.scope.text))
+        if mentions != 1 + len(sites):  # its def, then each call: any other use, and no flow
+            return {}
+        per_site = list(sites.values())
+        known = {}
+        for param in per_site[0]:
+            passed = set().union(*(site.get(param, {_NO_FLAG}) for site in per_site))
+            if len(passed) == 1 and _NO_FLAG not in passed:
+                known[param] = Const(passed.pop())
+        return known
+
+    def _note_flags(self, definition: cst.FunctionDef, bindings: dict,
+                    site: cst.CSTNode) -> None:
+        """What a followed call passes to each parameter, where it is a flag (for
+        ``entry_flags``): an argument whose value is known, else a default written as one."""
+        passed = self.caller_flags.setdefault(id(definition), {}).setdefault(id(site), {})
+        for param in _all_params(definition.params):
+            name = param.name.value
+            value = bindings.get(name) if name in bindings else _flag_default(param)
+            flag = value.value if isinstance(value, Const) and value.value in FLAGS else _NO_FLAG
+            passed.setdefault(name, set()).add(flag)
+
     def start_scope(self, globals_: Optional[dict]) -> None:
         """A new top-level scope (the module body, or one function body) is analysed."""
         self.scope_globals = globals_
@@ -105,10 +141,25 @@ class UserCalls(Room):
         return UNKNOWN if result is None else result
 
     def worth_following(self, definition: cst.FunctionDef) -> bool:
+        """Whether following a call can tell anything: its syntax may (``relevance``), or
+        it calls a function of the module that may (``quantize_`` calling the helper
+        that swaps the layers)."""
         key = id(definition)
         if key not in self._worth:
-            self._worth[key] = may_matter(cst_events(definition))
+            self._worth[key] = False  # met again while deciding (recursion): not by itself
+            events = list(cst_events(definition))
+            self._worth[key] = may_matter(events) or any(
+                self.worth_following(callee) for callee in self._module_functions_called(events))
         return self._worth[key]
+
+    def _module_functions_called(self, events: list) -> list:
+        """The module-level functions of this file that a body calls by name."""
+        if self._module_functions is None:
+            self._module_functions = {
+                statement.name.value: statement for statement in self.file.scope.module.body
+                if isinstance(statement, cst.FunctionDef)}
+        names = {name for kind, name in events if kind == "call"}
+        return [self._module_functions[name] for name in names if name in self._module_functions]
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
                     args: list) -> Optional[Value]:
@@ -172,6 +223,7 @@ class UserCalls(Room):
         globals_ = self.globals_of(st, function)
         closure = self._closure(st, function)
         self.caller_grads.setdefault(id(definition), set()).add(st.grad)
+        self._note_flags(definition, bindings, site)
         # each call site its own tensors: two calls' outputs are two tensors (a loop's
         # passes through one site are told apart by retiring the site's old tensor)
         with stack.allocation(id(site)):
@@ -379,6 +431,18 @@ def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: i
             bound[positional[position].name.value] = value
             position += 1
     return bound
+
+
+FLAGS = (True, False, None)  # the constants a caller's argument flows as (``entry_flags``)
+_NO_FLAG = object()  # an argument that is no known flag
+
+
+def _flag_default(param: cst.Param) -> Value:
+    """A parameter's default when it is written as a flag (``check_train=True``)."""
+    default = param.default
+    if isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
+        return Const({"True": True, "False": False, "None": None}[default.value])
+    return UNKNOWN
 
 
 def _is_static(definition: cst.FunctionDef) -> bool:

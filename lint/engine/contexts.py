@@ -197,6 +197,9 @@ class FileFacts:
         self.pending: list[tuple] = []
         self.queued: set[int] = set()
         self.module_heap: dict = {}  # the module body's objects, once it has run
+        # tensors that may be None where they are read (a ``.grad``, a layer's parameter
+        # whose flag is unknown: ``bias=bias``), so ``x is None`` is not decided (tensors)
+        self.maybe_none: set[Hashable] = set()
         self.in_function = False  # the module body has run: function bodies are analysed
 
 

@@ -106,6 +106,8 @@ class Definitions(Room):
                    scope=scope)
         for param in _all_params(node.params):
             st.bind(param.name.value, UNKNOWN)
+        for name, flag in self.calls.entry_flags(node).items():
+            st.bind(name, flag)  # every call passes it alike
         params = list(node.params.posonly_params) + list(node.params.params)
         if self_value is not None and params and not _is_static(node):
             name = params[0].name.value

@@ -163,11 +163,36 @@ class Expressions(Room):
     def _comparison(self, node: cst.Comparison, st: State) -> Value:
         operands = [self.evaluate(node.left, st)]
         operands += [self.evaluate(target.comparator, st) for target in node.comparisons]
+        identity = self._none_test(node, operands, st)
+        if identity is not None:
+            return identity
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
                 why_no_grad=Origin(node, "a comparison, which is not differentiable")))
         return UNKNOWN
+
+    def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:
+        """``x is None`` / ``x is not None``: an identity test, never a tensor. Its outcome
+        is known where ``x`` is certainly not None (a tensor whose existence is a fact, a
+        module, an instance, a function); otherwise unknown."""
+        if len(node.comparisons) != 1 or \
+                not isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            return None
+        left, right = operands
+        other = right if left == Const(None) else left if right == Const(None) else None
+        if other is None or not self._certainly_not_none(other, st):
+            return UNKNOWN
+        return Const(isinstance(node.comparisons[0].operator, cst.IsNot))
+
+    def _certainly_not_none(self, value: Value, st: State) -> bool:
+        """A value the engine knows exists: not a tensor that may be None where it is
+        read (``FileContext.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
+        if isinstance(value, TensorRef):
+            facts = st.heap.get(value.obj)
+            return facts is not None and not facts.assumed_grad \
+                and value.obj not in self.file.maybe_none
+        return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer))
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
         operand = self.evaluate(node.expression, st)
@@ -215,7 +240,11 @@ class Expressions(Room):
         return mapping
 
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
-        self.evaluate(node.test, st)
+        """``a if test else b``: only the arm a known test picks (``[False, True] if
+        check_train else [False]`` with ``check_train=False``), else both, joined."""
+        test = self.evaluate(node.test, st)
+        if isinstance(test, Const) and isinstance(test.value, bool):
+            return self.evaluate(node.body if test.value else node.orelse, st)
         return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
 
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
@@ -584,4 +613,3 @@ def _concatenate(left: Value, right: Value) -> Value:
     parts = [v.element if isinstance(v, IterableOf) else v for v in (left, right)]
     return Seq(tuple(item for part in parts
                      for item in (part.items if isinstance(part, Seq) else (part,))))
-

@@ -54,6 +54,8 @@ class Modules(Room):
                 layer = layer_op(module.kind).display()
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
                                                     f"a parameter of `{layer}`")
+            if attr in module.unsure:
+                self.file.maybe_none.add(obj)
             self.file.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
         if attr in _flag_parameters(module.kind, self.knowledge):

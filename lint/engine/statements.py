@@ -11,6 +11,7 @@ import libcst as cst
 from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
+from gradguard.engine.tensors import inplace_chain_head
 from gradguard.events import InplaceWrite
 from gradguard.knowledge import OpName
 from gradguard.state import State
@@ -66,8 +67,29 @@ class Statements(Room):
         return st
 
     def _expression_statement(self, node: cst.Expr, st: State) -> State:
+        before = st.alias_writes
         self.expressions.evaluate(node.value, st)
+        aimed = self._write_into_detached_original(node.value)
+        if aimed is not None and st.alias_writes != before:
+            st.alias_writes = frozenset(write for write in st.alias_writes
+                                        if write in before or write[1] is not aimed)
         return st
+
+    def _write_into_detached_original(self, value: cst.BaseExpression) -> Optional[cst.Call]:
+        """``c.detach().copy_(s)`` as a statement: the in-place call (the first of a chain)
+        writing a ``.detach()`` that nothing names and whose result is dropped. Only the
+        original can see the write, so the write is aimed at it (torch's idiom for
+        writing a tensor without recording it), not a copy that went wrong."""
+        if not isinstance(value, cst.Call):
+            return None
+        head = inplace_chain_head(value, self.knowledge.inplace_methods)
+        if not (isinstance(head.func, cst.Attribute)
+                and head.func.attr.value in self.knowledge.inplace_methods):
+            return None
+        receiver = head.func.value
+        detached = isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+            and receiver.func.attr.value == "detach" and not receiver.args
+        return head if detached else None
 
     def _assign(self, node: cst.Assign, st: State) -> State:
         value = self.expressions.evaluate(node.value, st)
@@ -135,7 +157,9 @@ class Statements(Room):
                                                "`requires_grad = True`", source_text(target.value))
             elif attr == "data":
                 self._assign_data(target, owner, value, st, node)
-            return  # ``.grad = ...``: nothing to track
+            elif attr == "grad":  # the code fills ``.grad`` itself: a later read gets it
+                st.heap[owner.obj] = self.tensors.facts(st, owner).evolve(retains_grad=True)
+            return
         path = dotted(target)
         if path is None:
             return

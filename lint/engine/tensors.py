@@ -352,6 +352,7 @@ class Tensors(Room):
                     node, source_text(node.value) if isinstance(node, cst.Attribute) else "?",
                     facts))
             obj = (base.obj, "grad")
+            self.file.maybe_none.add(obj)  # None until a backward fills it
             if obj not in st.heap:
                 st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
             return TensorRef(obj)
