@@ -187,7 +187,7 @@ class Expressions(Room):
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
-        read (``FileContext.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
+        read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
         if isinstance(value, TensorRef):
             facts = st.heap.get(value.obj)
             return facts is not None and not facts.assumed_grad \
