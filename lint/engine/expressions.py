@@ -424,6 +424,10 @@ class Expressions(Room):
                 st.heap[obj] = self.modules.parameter_facts(st, owner, origin, "a parameter")
             parameter = TensorRef(obj)
             return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if isinstance(iterable, TensorRef) and site is not None:
+            # iterating a tensor is torch's unbind(0): views of one multi-output op
+            return self.element_of(st, self.tensors.multi_views(
+                st, site, iterable, OpName.of("Tensor", "unbind")), site)
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
             items = iterated(iterable)
             iterable = Seq(items) if items is not None else UNKNOWN
