@@ -20,6 +20,7 @@ from gradguard.rules.gg305_non_leaf_grad import NonLeafGrad
 from gradguard.rules.gg306_detach_inplace_view import DetachInplaceView
 from gradguard.rules.gg307_detached_loss_term import DetachedLossTerm
 from gradguard.rules.gg308_legacy_variable import LegacyVariableRule
+from gradguard.rules.gg309_detach_alias_read_after_write import DetachAliasReadAfterWrite
 from gradguard.rules.gg900_unused_noqa import UnusedNoqa
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -41,6 +42,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     DetachInplaceView,
     DetachedLossTerm,
     LegacyVariableRule,
+    DetachAliasReadAfterWrite,
     UnusedNoqa,
 )
 

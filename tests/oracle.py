@@ -43,7 +43,8 @@ Modes (``MODES``):
   and grads) in the final globals; and with every ``.data`` read on the line replaced by
   ``.data.clone()`` the final tensors differ (the line really writes through ``.data``).
   The rewrite is also how the line is fixed.
-* ``silent_change`` (an in-place write through a ``.detach()`` alias): the base runs clean;
+* ``silent_change`` (an in-place write through a ``.detach()`` alias, GG303, or into the
+  original of one, GG309: either way the other reads the new values): the base runs clean;
   with every ``.detach()`` in the file made ``.detach().clone()`` (the fix) the program runs
   clean and some final tensor differs that neither is named on the line nor shares storage
   with one that is (the write leaked into the original and reached a later reader); and with
@@ -246,6 +247,7 @@ register(Expectation("GG306", "no_gradient", variant="no_gradient"))
 register(Expectation("GG307", "no_gradient"))
 register(Expectation("GG308", "warns_here", UserWarning, VOLATILE_MSG, fix="unwrap_variable"))
 register(Expectation("GG308", "legacy_noop", variant="legacy_noop"))
+register(Expectation("GG309", "silent_change"))
 
 
 # --------------------------------------------------------------------------- parsing

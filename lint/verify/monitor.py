@@ -79,7 +79,8 @@ run through yet, reported when the detached tensor is then used with grad enable
 that graph is still unconsumed (the use loses the gradient path).
 
 Not monitored: GG307 (a term cut off from autograd: needs a counterfactual run) and GG308
-(the legacy ``Variable`` API: not a runtime hazard).
+(the legacy ``Variable`` API: not a runtime hazard); GG309 (a ``.detach()`` alias read
+after a write into its original: torch sees nothing, the alias just holds new values).
 
 Limits: hooks and modes are thread-local, so work on other threads is not seen; code that
 installs its own saved-tensor hooks (checkpointing, ``allow_mutation_on_saved_tensors``)
