@@ -174,8 +174,9 @@ class DetachInplace:
 @dataclass(frozen=True)
 class DroppedTerm:
     """A backpropagated tensor's graph was cut: a term read through .data/.detach()
-    (``kind`` "term") or a ``detach_()`` of a tensor whose graph was still live
-    (``kind`` "detach_")."""
+    (``kind`` "term"), a ``detach_()`` of a tensor whose graph was still live
+    (``kind`` "detach_"), or ``torch.tensor(...)`` of tensors that require grad (``kind``
+    "copy")."""
 
     term_node: cst.CSTNode
     backward_node: cst.CSTNode

@@ -387,15 +387,18 @@ class Tensors(Room):
     def detached(self, st: State, node: cst.Call, tensor: TensorRef, how: str) -> TensorRef:
         """A new leaf sharing ``tensor``'s storage and version counter, cut from its graph
         (``tensor.detach()``, and ``Variable(tensor)`` since PyTorch 0.4)."""
-        alias = self.new_tensor(st, id(node), TensorFacts(
+        return self.new_tensor(st, id(node), TensorFacts(
             requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
             created_with_grad=st.grad, producer="detach",
             why_no_grad=Origin(node, f"cut from the graph by {how}")))
-        if how == "`.detach()`":
-            st.detach_aliases = st.detach_aliases | {(tensor.obj, alias.obj, node)}
-            # a fresh alias (a loop's next pass): earlier writes into the original are in it
-            st.alias_writes = frozenset(pending for pending in st.alias_writes
-                                        if pending.watched != alias.obj)
+
+    def detach_alias(self, st: State, node: cst.Call, tensor: TensorRef) -> TensorRef:
+        """``tensor.detach()``, remembered as an alias of ``tensor`` (GG309)."""
+        alias = self.detached(st, node, tensor, "`.detach()`")
+        st.detach_aliases = st.detach_aliases | {(tensor.obj, alias.obj, node)}
+        # a fresh alias (a loop's next pass): earlier writes into the original are in it
+        st.alias_writes = frozenset(pending for pending in st.alias_writes
+                                    if pending.watched != alias.obj)
         return alias
 
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
@@ -445,7 +448,7 @@ class Tensors(Room):
             st.gradients = Tri.YES  # the leaves it reached have a .grad now
             return Const(None)
         if name == "detach":
-            return self.detached(st, node, tensor, "`.detach()`")
+            return self.detach_alias(st, node, tensor)
         if name in self.knowledge.view_methods:
             return self.view_of(st, node, tensor, op)
         if name in self.knowledge.multi_view_methods:
