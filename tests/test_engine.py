@@ -888,6 +888,15 @@ CASES = {
         rows = list(w * 2)
         rows[0].add_(1)
         """, {(4, "GG203")}),
+    "zip over two tensors: each row is a view of its own tensor": ("""
+        import torch
+        w = torch.ones(3, 2, requires_grad=True)
+        x = w * 2
+        y = torch.zeros(3, 2)
+        for a, b in zip(y, x):
+            a.add_(1)
+            b.add_(1)
+        """, {(7, "GG203")}),
     "a .detach() alias taken again each pass sees only the writes after it": ("""
         import torch
         x = torch.ones(3, requires_grad=True)

@@ -425,9 +425,10 @@ class Expressions(Room):
             parameter = TensorRef(obj)
             return Seq((UNKNOWN, parameter)) if iterable.named else parameter
         if isinstance(iterable, TensorRef) and site is not None:
-            # iterating a tensor is torch's unbind(0): views of one multi-output op
-            return self.element_of(st, self.tensors.multi_views(
-                st, site, iterable, OpName.of("Tensor", "unbind")), site)
+            # iterating a tensor is torch's unbind(0): views of one multi-output op (one
+            # object per tensor iterated at the site: zip(x, y) iterates two)
+            return self.tensors.view_of(st, (id(site), "rows", iterable.obj), iterable,
+                                        OpName.of("Tensor", "unbind"), multi_view=True)
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
             items = iterated(iterable)
             iterable = Seq(items) if items is not None else UNKNOWN
