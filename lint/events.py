@@ -131,13 +131,18 @@ class InplaceWrite:
 
 @dataclass(frozen=True)
 class AliasWriteRead:
-    """The original of a ``.detach()`` alias is read after a write through the alias."""
+    """A ``.detach()`` alias and its original share storage, and a write into one is read
+    through the other: ``written`` says which was written. "alias": the original is read
+    after a write through the alias (GG303); "original": the alias (made at
+    ``alias_node``) is read after a write into the original (GG309)."""
 
     write_node: cst.CSTNode
     alias_text: str
     operation: str
     original_text: str
     read_node: cst.CSTNode
+    written: str = "alias"
+    alias_node: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)
@@ -169,8 +174,9 @@ class DetachInplace:
 @dataclass(frozen=True)
 class DroppedTerm:
     """A backpropagated tensor's graph was cut: a term read through .data/.detach()
-    (``kind`` "term") or a ``detach_()`` of a tensor whose graph was still live
-    (``kind`` "detach_")."""
+    (``kind`` "term"), a ``detach_()`` of a tensor whose graph was still live
+    (``kind`` "detach_"), or ``torch.tensor(...)`` of tensors that require grad (``kind``
+    "copy")."""
 
     term_node: cst.CSTNode
     backward_node: cst.CSTNode

@@ -248,8 +248,10 @@ class State:
     (``Mutation``s, reported when a backward needs that save). ``allow_mutation`` is set
     inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``. ``retained``: the
     saves a backward with ``retain_graph=True`` already went through. ``alias_writes``:
-    writes through a ``.detach()`` alias, pending until the original is read (original
-    object, write node, alias text, operation). ``stale``: saves whose storage's
+    writes that a later read reveals (``PendingRead``s, ``engine/tensors.py``): through a
+    ``.detach()`` alias, pending until the original is read; into the original of a
+    ``.detach()`` alias, pending until the alias is read. ``detach_aliases``: the ``.detach()`` aliases made so far
+    (original object, alias object, the ``detach()`` call). ``stale``: saves whose storage's
     allocation site has made a new tensor since (a loop's next pass): a write to the new
     tensor does not change them. ``gradients``: whether a backward may have given leaves
     a ``.grad`` (an optimizer steps only those that have one): no at the start of a
@@ -274,6 +276,7 @@ class State:
         Field("allow_mutation", False,       same,      both,        None,      CONTEXT),
         Field("retained",     frozenset(),   same,      or_,         None,      EFFECT),
         Field("alias_writes", frozenset(),   same,      or_,         None,      EFFECT),
+        Field("detach_aliases", frozenset(), same,      or_,         None,      EFFECT),
         Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
         Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
         Field("freed",        frozenset(),   same,      freed_on_both, None,    EFFECT),

@@ -21,6 +21,8 @@ from gradguard.rules.gg305_non_leaf_grad import NonLeafGrad
 from gradguard.rules.gg306_detach_inplace_view import DetachInplaceView
 from gradguard.rules.gg307_detached_loss_term import DetachedLossTerm
 from gradguard.rules.gg308_legacy_variable import LegacyVariableRule
+from gradguard.rules.gg309_detach_alias_read_after_write import DetachAliasReadAfterWrite
+from gradguard.rules.gg310_tensor_copy_cuts_graph import TensorCopyCutsGraph
 from gradguard.rules.gg900_unused_noqa import UnusedNoqa
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -43,6 +45,8 @@ ALL_RULES: tuple[type[Rule], ...] = (
     DetachInplaceView,
     DetachedLossTerm,
     LegacyVariableRule,
+    DetachAliasReadAfterWrite,
+    TensorCopyCutsGraph,
     UnusedNoqa,
 )
 

@@ -11,7 +11,9 @@ class MultiViewInplace(Rule):
     """## What it does
     Finds in-place writes into an output of a multi-output view op (``unbind``,
     ``split``, ``chunk``, ``tensor_split``, ``hsplit``...) of a tensor that requires grad,
-    while grad mode is on: ``a, b = x.chunk(2); a.mul_(2)``.
+    while grad mode is on: ``a, b = x.chunk(2); a.mul_(2)``. Iterating a tensor is an
+    ``unbind`` too: ``for row in x: row.add_(1)`` (also through ``enumerate``, ``zip``,
+    ``list`` and comprehensions).
 
     ## Why is this bad?
     Those outputs are views whose backward cannot be rewritten for an in-place change.

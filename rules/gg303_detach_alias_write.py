@@ -50,6 +50,8 @@ class DetachAliasWrite(Rule):
     summary = "in-place write through a `.detach()` alias changes the original, read later"
 
     def on_alias_write_read(self, event: AliasWriteRead) -> None:
+        if event.written != "alias":
+            return  # the original was written, the alias read: GG309
         self.report(
             event.write_node,
             f"in-place {event.operation} on {quote(event.alias_text)}, a `.detach()` alias, also "

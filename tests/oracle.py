@@ -43,15 +43,17 @@ Modes (``MODES``):
   and grads) in the final globals; and with every ``.data`` read on the line replaced by
   ``.data.clone()`` the final tensors differ (the line really writes through ``.data``).
   The rewrite is also how the line is fixed.
-* ``silent_change`` (an in-place write through a ``.detach()`` alias): the base runs clean;
+* ``silent_change`` (an in-place write through a ``.detach()`` alias, GG303, or into the
+  original of one, GG309: either way the other reads the new values): the base runs clean;
   with every ``.detach()`` in the file made ``.detach().clone()`` (the fix) the program runs
   clean and some final tensor differs that neither is named on the line nor shares storage
   with one that is (the write leaked into the original and reached a later reader); and with
   the line neutralised, ``.detach().clone()`` changes none of those tensors (this line's
   write is the leak).
 * ``no_gradient`` (a term cut off from autograd): the base runs clean; with ``.data`` /
-  ``.detach()`` / ``.detach_()`` removed from the line (the fix) the program runs clean and
-  some leaf's ``.grad`` differs.  (Whether that gradient is *wanted* is the annotation's
+  ``.detach()`` / ``.detach_()`` removed from the line (the fix; GG310's is ``keep_graph``:
+  ``torch.tensor([a, b])`` becomes ``torch.stack([a, b])``, ``torch.tensor(t)`` becomes
+  ``(t)``) the program runs clean and some leaf's ``.grad`` differs.  (Whether that gradient is *wanted* is the annotation's
   claim: torch can only prove the line cuts a path a backward would otherwise take.)
 * ``trains_nothing`` (a loss re-wrapped as a fresh leaf to silence the GG304 error): the
   base runs clean; every requires-grad leaf in the final globals (module parameters and
@@ -177,7 +179,7 @@ VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used i
 EXPECTATIONS: dict[str, Expectation] = {}
 
 # How an annotated line is fixed (for the other lines' base, and for the all-fixed run).
-FIX_NAMES = ("neutralise", "nograd_rewrite", "strip_detach", "unwrap_variable", "as_written")
+FIX_NAMES = ("neutralise", "nograd_rewrite", "strip_detach", "unwrap_variable", "as_written", "keep_graph")
 DEFAULT_FIX = {
     "raises_here": "neutralise",
     "raises_later": "neutralise",
@@ -250,6 +252,8 @@ register(Expectation("GG306", "no_gradient", variant="no_gradient"))
 register(Expectation("GG307", "no_gradient"))
 register(Expectation("GG308", "warns_here", UserWarning, VOLATILE_MSG, fix="unwrap_variable"))
 register(Expectation("GG308", "legacy_noop", variant="legacy_noop"))
+register(Expectation("GG309", "silent_change"))
+register(Expectation("GG310", "no_gradient", fix="keep_graph"))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -463,6 +467,27 @@ def strip_detach(source: str, line: int) -> str:
                 edits.append(_drop_suffix(src, node, node.func.value))
     if not edits:
         raise OracleError(f"line {line}: no `.data`, `.detach()` or `.detach_()` to remove")
+    return src.apply(edits)
+
+
+def keep_graph(source: str, line: int) -> str:
+    """``torch.tensor(...)`` on the statement at ``line`` keeps the graph: ``torch.tensor([a,
+    b])`` (a list, tuple or comprehension) becomes ``torch.stack([a, b])``, and
+    ``torch.tensor(t)`` becomes ``(t)``.  The ``no_gradient`` fix of GG310."""
+    src = _Src(source)
+    edits = []
+    for stmt in src.statements_at(line):
+        for node in ast.walk(stmt):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.tensor"
+                    and len(node.args) == 1 and not node.keywords):
+                continue
+            data = node.args[0]
+            if isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
+                edits.append((src.start(node.func), src.end(node.func), b"torch.stack"))
+            else:
+                edits.append((src.start(node), src.start(data), b"("))
+    if not edits:
+        raise OracleError(f"line {line}: no `torch.tensor(data)` to rewrite")
     return src.apply(edits)
 
 
@@ -995,7 +1020,8 @@ class Verdict:
         return "\n".join([f"{self.path}:"] + [f"  PROBLEM: {p}" for p in self.problems] + [f"  {l}" for l in self.log])
 
 
-_REWRITES = {"nograd_rewrite": nograd_rewrite, "strip_detach": strip_detach, "unwrap_variable": unwrap_variable}
+_REWRITES = {"nograd_rewrite": nograd_rewrite, "strip_detach": strip_detach, "unwrap_variable": unwrap_variable,
+             "keep_graph": keep_graph}
 
 
 def fix_of(exp: Expectation) -> str:
@@ -1146,16 +1172,16 @@ def _check_no_gradient(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> No
     r = c.run(base, snapshot=True)
     if not _clean(c, exp, loc, r, "the program as written"):
         return
-    fixed = base.at(loc, strip_detach)
+    fixed = base.at(loc, _REWRITES[fix_of(exp)])
     r2 = c.run(fixed, snapshot=True)
     c.v.log.append(f"{c.where(loc)} as `{fixed.text(loc)}`: {r2.describe()}")
-    if not _clean(c, exp, loc, r2, "with `.data`/`.detach()` removed from the line, the program"):
+    if not _clean(c, exp, loc, r2, f"with the line rewritten to keep the graph (`{fixed.text(loc)}`), the program"):
         return
     changed = grad_diff(r.state, r2.state)
     c.v.log.append(f"{c.where(loc)}: gradients the line cuts off: {changed}")
     if not changed:
-        c.problem(loc, exp, "removing `.data`/`.detach()` from the line changes no leaf gradient: "
-                            "it cut no gradient path")
+        c.problem(loc, exp, f"the line rewritten to keep the graph (`{fixed.text(loc)}`) changes no leaf "
+                            "gradient: it cut no gradient path")
 
 
 def _check_trains_nothing(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:

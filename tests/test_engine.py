@@ -949,6 +949,59 @@ CASES = {
         opt.step()
         loss.backward()
         """, {(8, "GG202")}),
+    # --- iteration, .detach() aliases, torch.tensor copies (issue 22) ------------------
+    "unpacking the rows of a tensor into a list: each row is an unbind output": ("""
+        import torch
+        w = torch.ones(3, 2, requires_grad=True)
+        rows = list(w * 2)
+        rows[0].add_(1)
+        """, {(4, "GG203")}),
+    "zip over two tensors: each row is a view of its own tensor": ("""
+        import torch
+        w = torch.ones(3, 2, requires_grad=True)
+        x = w * 2
+        y = torch.zeros(3, 2)
+        for a, b in zip(y, x):
+            a.add_(1)
+            b.add_(1)
+        """, {(7, "GG203")}),
+    "a .detach() alias taken again each pass sees only the writes after it": ("""
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        for _ in range(3):
+            (x * 2).sum().backward()
+            g = x.grad.detach()
+            print(g)
+            x.grad.zero_()
+        """, set()),
+    "a .detach() alias read after the original's write, in a loop": ("""
+        import torch
+        x = torch.ones(3)
+        snapshot = x.detach()
+        for _ in range(3):
+            x.add_(1)
+            print(snapshot)
+        """, {(5, "GG309")}),
+    "torch.tensor of tensors that require grad, only logged": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        loss = (w * 2).sum()
+        history = torch.tensor([loss, loss])
+        print(history)
+        loss.backward()
+        """, set()),
+    "torch.tensor(t, requires_grad=True) is a re-wrap (GG304), not GG310": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        loss = torch.tensor((w * 2).sum(), requires_grad=True)
+        loss.backward()
+        """, {(3, "GG304")}),
+    "torch.tensor copy as the whole loss: GG304, the loss has no graph at all": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        loss = torch.tensor([(w * 2).sum()]).sum()
+        loss.backward()
+        """, {(4, "GG304")}),
 }
 
 

@@ -51,6 +51,10 @@ NOT_MONITORED = {
     "GG307": "a term cut off from autograd (`.detach()`/`.data` in a loss term) raises and warns nothing; "
              "proving it needs a second, counterfactual run, which a monitor watching one run cannot do",
     "GG308": "the legacy `Variable(...)` API is a no-op (or an ignored `volatile=`), not a runtime hazard",
+    "GG309": "a `.detach()` alias read after a write into its original raises and warns nothing: "
+             "it reads the new values, and only a counterfactual `.clone()` run shows the difference",
+    "GG310": "`torch.tensor(...)` of tensors that require grad only warns where it copies; whether the copy "
+             "cut a gradient a loss needed takes a second, counterfactual run (as GG307)",
 }
 
 FIXTURES = [p for p in fixture_files() if p.parent.name.startswith(("GG1", "GG2", "GG3"))]

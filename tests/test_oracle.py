@@ -58,6 +58,7 @@ def test_fixture_proven_by_torch(path: Path) -> None:
 MINIMUM_BUGS = {
     "GG101": 11, "GG102": 7, "GG201": 22, "GG202": 5, "GG203": 3,
     "GG301": 5, "GG302": 5, "GG303": 3, "GG304": 4, "GG305": 3, "GG306": 3, "GG307": 2, "GG308": 2,
+    "GG309": 2, "GG310": 2,
 }
 MINIMUM_NEAR_MISSES = 18
 
@@ -342,6 +343,7 @@ def test_every_new_code_and_variant_is_registered() -> None:
         "GG304": "raises_here", "GG304[trains_nothing]": "trains_nothing", "GG305": "warns_here",
         "GG306": "raises_here", "GG306[raises_later]": "raises_later", "GG306[no_gradient]": "no_gradient",
         "GG307": "no_gradient", "GG308": "warns_here", "GG308[legacy_noop]": "legacy_noop",
+        "GG309": "silent_change", "GG310": "no_gradient",
     }.items():
         assert EXPECTATIONS[key].mode == mode and EXPECTATIONS[key].key == key
 

@@ -453,6 +453,11 @@ class Expressions(Room):
                 st.heap[obj] = self.modules.parameter_facts(st, owner, origin, "a parameter")
             parameter = TensorRef(obj)
             return Seq((UNKNOWN, parameter)) if iterable.named else parameter
+        if isinstance(iterable, TensorRef) and site is not None:
+            # iterating a tensor is torch's unbind(0): views of one multi-output op (one
+            # object per tensor iterated at the site: zip(x, y) iterates two)
+            return self.tensors.view_of(st, (id(site), "rows", iterable.obj), iterable,
+                                        OpName.of("Tensor", "unbind"), multi_view=True)
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
             items = iterated(iterable)
             iterable = Seq(items) if items is not None else UNKNOWN

@@ -3,7 +3,7 @@ tensor methods."""
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Optional
+from typing import Hashable, Iterable, NamedTuple, Optional
 
 import libcst as cst
 
@@ -41,6 +41,26 @@ from gradguard.values import (
     Value,
     is_number,
 )
+
+
+class PendingRead(NamedTuple):
+    """A write that a ``.detach()`` alias hides until ``watched`` is read: a write through
+    the alias (``written`` "alias"; ``watched`` is the original) or into the original
+    (``written`` "original"; ``watched`` is the alias, made at ``alias_node``)."""
+
+    watched: Hashable
+    node: cst.CSTNode
+    text: str
+    operation: str
+    written: str = "alias"
+    alias_node: Optional[cst.CSTNode] = None
+
+    def event(self, read_text: str, read_node: cst.CSTNode) -> AliasWriteRead:
+        """The event for a read of ``watched`` (``read_text``, at ``read_node``)."""
+        if self.written == "alias":
+            return AliasWriteRead(self.node, self.text, self.operation, read_text, read_node)
+        return AliasWriteRead(self.node, read_text, self.operation, self.text, read_node,
+                              written="original", alias_node=self.alias_node)
 
 
 class Tensors(Room):
@@ -229,15 +249,25 @@ class Tensors(Room):
         return None
 
     def read_tensor(self, st: State, node: cst.CSTNode, value: Value) -> Value:
-        """A name or attribute read: the original of a written ``.detach()`` alias?"""
+        """A name or attribute read: the original of a written ``.detach()`` alias, or an
+        alias whose original was written?"""
         if st.alias_writes and isinstance(value, TensorRef):
-            hits = [write for write in st.alias_writes if write[0] == value.obj]
+            hits = [write for write in st.alias_writes if write.watched == value.obj]
             if hits:
                 st.alias_writes = st.alias_writes - set(hits)
-                for _, write_node, alias_text, operation in hits:
-                    self.engine.dispatch("alias_write_read", AliasWriteRead(
-                        write_node, alias_text, operation, source_text(node), node))
+                for write in hits:
+                    self.engine.dispatch("alias_write_read", write.event(source_text(node), node))
         return value
+
+    def note_original_write(self, st: State, node: cst.CSTNode, written: set, text: str,
+                            operation: str) -> None:
+        """A write into ``written`` (objects) that has ``.detach()`` aliases: each alias,
+        read later, sees the new values."""
+        for original, alias, detach_node in st.detach_aliases:
+            if original in written and not any(
+                    write.watched == alias and write.node is node for write in st.alias_writes):
+                st.alias_writes = st.alias_writes | {
+                    PendingRead(alias, node, text, operation, "original", detach_node)}
 
     def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """The object owning the storage that ``obj`` views, or None if it owns it."""
@@ -294,9 +324,11 @@ class Tensors(Room):
                                              target.obj, silent=True)
         original = self.detached_original(st, target.obj)
         if original is not None and not hit \
-                and not any(write[0] == original and write[1] is node
+                and not any(write.watched == original and write.node is node
                             for write in st.alias_writes):
-            st.alias_writes = st.alias_writes | {(original, node, text, operation)}
+            st.alias_writes = st.alias_writes | {PendingRead(original, node, text, operation)}
+        if original is None and not hit and st.detach_aliases:
+            self.note_original_write(st, node, {target.obj, memory}, text, operation)
         if method is not None and _relayouts(method, self.knowledge.view_methods):
             self.forget_layout(st, target)
         if method is not None and method.key() in self.knowledge.inplace_saves_result \
@@ -368,6 +400,15 @@ class Tensors(Room):
             created_with_grad=st.grad, producer="detach",
             why_no_grad=Origin(node, f"cut from the graph by {how}")))
 
+    def detach_alias(self, st: State, node: cst.Call, tensor: TensorRef) -> TensorRef:
+        """``tensor.detach()``, remembered as an alias of ``tensor`` (GG309)."""
+        alias = self.detached(st, node, tensor, "`.detach()`")
+        st.detach_aliases = st.detach_aliases | {(tensor.obj, alias.obj, node)}
+        # a fresh alias (a loop's next pass): earlier writes into the original are in it
+        st.alias_writes = frozenset(pending for pending in st.alias_writes
+                                    if pending.watched != alias.obj)
+        return alias
+
     def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
                       args: list) -> Value:
         receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
@@ -417,7 +458,7 @@ class Tensors(Room):
             st.gradients = Tri.YES  # the leaves it reached have a .grad now
             return Const(None)
         if name == "detach":
-            return self.detached(st, node, tensor, "`.detach()`")
+            return self.detach_alias(st, node, tensor)
         if name in self.knowledge.view_methods:
             return self.view_of(st, node, tensor, op)
         if name in self.knowledge.multi_view_methods:

@@ -32,7 +32,9 @@ class TorchCalls(Room):
     contexts, ``torch.distributions`` objects' methods."""
 
     def factory(self, st: State, node: cst.Call, args: list, how: str,
-                contiguous: Tri = Tri.YES) -> TensorRef:
+                contiguous: Tri = Tri.YES, copies_data: bool = False) -> TensorRef:
+        """A new leaf tensor (``torch.zeros``...); ``copies_data``: ``torch.tensor(data)``,
+        which copies the values of ``data``, never its graph."""
         flag = self.expressions.argument(node, args, "requires_grad")
         if self.expressions.argument(node, args, "memory_format") is not None:
             contiguous = Tri.MAYBE  # torch.zeros(..., memory_format=torch.channels_last)
@@ -41,13 +43,19 @@ class TorchCalls(Room):
         if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
                 and _cut_from_graph(node.args[0].value, args[0], self.tensors.facts(st, args[0])):
             rewrapped = Origin(node, how)
+        # torch.tensor([a, b]) of tensors that require grad: a copy of their values, with no
+        # graph; a backpropagated loss it reaches gets no gradient through it (GG310)
+        copied = copies_data and requires_grad is Tri.NO and st.grad is Tri.YES \
+            and bool(args) and node.args[0].keyword is None \
+            and self.tensors.requires_grad_of(st, args[0]) is Tri.YES
         return self.tensors.new_tensor(st, id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=Tri.YES,
             grad_origin=Origin(node, f"{how} with `requires_grad=True`")
             if requires_grad is Tri.YES else None,
             why_no_grad=Origin(node, f"created by {how} without `requires_grad=True`")
             if requires_grad is Tri.NO else None,
-            rewrapped=rewrapped, contiguous=contiguous))
+            rewrapped=rewrapped, contiguous=contiguous,
+            dropped_terms=frozenset({(node, "copy")}) if copied else frozenset()))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
@@ -138,7 +146,8 @@ class TorchCalls(Room):
             # given, Variable(t, requires_grad=...) wraps t
             layout_unknown = name.endswith("_like") or name in ("empty_strided", "Variable")
             return self.factory(st, node, args, f"`torch.{name}`",
-                                Tri.MAYBE if layout_unknown else Tri.YES)
+                                Tri.MAYBE if layout_unknown else Tri.YES,
+                                copies_data=name == "tensor")
         if name in self.knowledge.legacy_tensor_types:
             return self.tensors.new_tensor(st, id(node),
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))

@@ -80,7 +80,10 @@ run through yet, reported when the detached tensor is then used with grad enable
 that graph is still unconsumed (the use loses the gradient path).
 
 Not monitored: GG307 (a term cut off from autograd: needs a counterfactual run) and GG308
-(the legacy ``Variable`` API: not a runtime hazard).
+(the legacy ``Variable`` API: not a runtime hazard); GG309 (a ``.detach()`` alias read
+after a write into its original: torch sees nothing, the alias just holds new values);
+GG310 (``torch.tensor(...)`` of tensors that require grad inside a loss: torch warns at the
+copy, but whether it cut a gradient the loss needed takes a counterfactual run).
 
 Limits: hooks and modes are thread-local, so work on other threads is not seen; code that
 installs its own saved-tensor hooks (checkpointing, ``allow_mutation_on_saved_tensors``)
@@ -205,7 +208,7 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
 # --------------------------------------------------------------------------- call kinds
 
 _PLAIN, _INPLACE, _INPLACE_KW, _BACKWARD, _GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _DETACH_, \
-    _RG_SET = range(10)
+    _RG_SET, _COPY = range(11)
 
 _INPLACE_DUNDERS = frozenset({
     "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__idiv__", "__ifloordiv__",
@@ -234,6 +237,8 @@ def _classify(func) -> tuple:
                 kind = (_RG_SET, -1)
     elif any(func is b for b in _BACKWARDS):
         kind = (_BACKWARD, -1)
+    elif func is torch.tensor:  # its copy-construct warnings belong to the user's line
+        kind = (_COPY, -1)
     elif name == "detach":
         kind = (_DETACH, -1)
     elif name == "detach_":
@@ -376,6 +381,19 @@ def _flag_layers() -> tuple:
             if takes_flag:
                 found.append(layer)
     return tuple(found)
+
+
+def _reissue(caught: list, frame) -> None:
+    """Re-issue warnings torch raised inside an intercepted call at the line of ``frame``,
+    the code that made the call, as without the monitor."""
+    for w in caught:
+        if frame is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        g = frame.f_globals
+        warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno,
+                               module=g.get("__name__"), registry=g.setdefault("__warningregistry__", {}),
+                               module_globals=g)
 
 
 class _Mode(TorchFunctionMode):
@@ -729,7 +747,7 @@ class Monitor:
 
     def _call(self, kind, func, args, kwargs):
         k = kind[0]
-        if self._watch and kind[1] != -2 and k not in (_GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _RG_SET):
+        if self._watch and kind[1] != -2 and k not in (_GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _RG_SET, _COPY):
             self._check_reads(args, kwargs)
         if k == _PLAIN:
             targets = None
@@ -781,6 +799,8 @@ class Monitor:
             return out
         if k == _DETACH_:
             return self._detach_(func, args, kwargs)
+        if k == _COPY:
+            return self._copy(func, args, kwargs)
         if k == _RG_SET:
             out = self._run(func, args, kwargs, None)
             if args and isinstance(args[0], torch.Tensor):
@@ -956,14 +976,17 @@ class Monitor:
             self._emit("GG305", file, line,
                        "`.grad` of a non-leaf tensor is read: it is never populated (None); "
                        "call .retain_grad() before backward, or read the leaf's .grad")
-        for w in caught:  # re-issue torch's warning at the reader's line, as without the monitor
-            if frame is None:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                continue
-            g = frame.f_globals
-            warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno,
-                                   module=g.get("__name__"), registry=g.setdefault("__warningregistry__", {}),
-                                   module_globals=g)
+        _reissue(caught, frame)
+        return out
+
+    def _copy(self, func, args, kwargs):
+        """``torch.tensor(data)``: torch's warnings about copying a tensor (GG310's line)
+        stay at the caller's line, as without the monitor."""
+        frame = sys._getframe(3)  # 0: here, 1: _call, 2: __torch_function__, 3: the caller
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = self._call((_PLAIN, -1), func, args, kwargs)  # a factory otherwise
+        _reissue(caught, frame)
         return out
 
     def _detach_(self, func, args, kwargs):

@@ -3,7 +3,7 @@
 A finding is ``confirmed`` when the monitor saw its code at its line, ``not reached``
 when the line never ran, ``not confirmed`` when it ran and nothing happened (a false
 positive to report), ``not monitored`` for the codes the monitor cannot see (GG307,
-GG308). Monitor events that no finding predicted come back as ``missed``.
+GG308, GG309, GG310). Monitor events that no finding predicted come back as ``missed``.
 A finding mirrored at a call (``Finding.mirror_of``: the write is in another file) takes
 the verdict of its write: confirmed when the monitor saw its code at the write's place.
 When the program stops at a confirmed line (GG101 raises there), that statement is
