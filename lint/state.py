@@ -297,10 +297,7 @@ class State:
             raise TypeError(f"State has no field {', '.join(given)}")
 
     def copy(self) -> "State":
-        copied = object.__new__(type(self))
-        for name, copy in self._copies:
-            setattr(copied, name, copy(getattr(self, name)))
-        return copied
+        return self._copy(self)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):
@@ -372,10 +369,7 @@ def join(a: Optional[State], b: Optional[State]) -> Optional[State]:
         return b.copy() if b is not None else None
     if b is None:
         return a.copy()
-    joined = object.__new__(type(a))
-    for name, join_field in a._joins:
-        setattr(joined, name, join_field(getattr(a, name), getattr(b, name)))
-    return joined
+    return a._join(a, b)
 
 
 def join_all(states) -> Optional[State]:
@@ -392,13 +386,32 @@ def _values_of(names: tuple) -> Callable[[State], tuple]:
     return lambda state: tuple(getattr(state, name) for name in names)
 
 
+def _generated(name: str, arguments: tuple, assignments: list, functions: dict):
+    """A function of ``arguments`` that makes a state of the first one's class and sets
+    each field from its expression (``{name}`` is the field): what the loops over
+    ``FIELDS`` would do, written out once per class, as ``dataclasses`` writes its
+    methods. Copies and joins run tens of thousands of times a file."""
+    lines = [f"def {name}({', '.join(arguments)}):",
+             f"    new = object.__new__(type({arguments[0]}))"]
+    lines += [f"    new.{field} = {expression.format(name=field)}"
+              for field, expression in assignments]
+    lines.append("    return new")
+    namespace = dict(functions)
+    exec("\n".join(lines), namespace)  # noqa: S102 (the text is made from FIELDS' names)
+    return namespace[name]
+
+
 def _derive_operations(cls: type) -> None:
     """What copy, equality, join, widening and followed calls loop over, from
     ``cls.FIELDS``."""
     fields = cls.FIELDS
-    cls._copies = tuple((field.name, field.copy) for field in fields)
+    cls._copy = staticmethod(_generated("copy", ("state",), [
+        (field.name, "state.{name}" if field.copy is same else "copy_{name}(state.{name})")
+        for field in fields], {f"copy_{f.name}": f.copy for f in fields}))
+    cls._join = staticmethod(_generated("join", ("a", "b"), [
+        (field.name, "a.{name}" if field.join is shared else "join_{name}(a.{name}, b.{name})")
+        for field in fields], {f"join_{f.name}": f.join for f in fields}))
     cls._compared = tuple(field.name for field in fields if field.join is not shared)
-    cls._joins = tuple((field.name, field.join) for field in fields)
     cls._widenings = tuple((field.name, field.widen) for field in fields
                            if field.widen is not None)
     cls._context_names = tuple(field.name for field in fields if field.call != OWN)
