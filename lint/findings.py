@@ -71,8 +71,8 @@ def without_orphan_mirrors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.mirror_of is None or (*f.mirror_of, f.code) in places]
 
 
-# Diagnostics the engine itself reports; they are not rules and cannot be disabled
-# except through --ignore / noqa like any other code.
+# Diagnostics the engine itself reports; they are not rules, and no selection, ignore,
+# per-file-ignore or noqa hides them: a file that was not fully linted always says so.
 SYNTAX_ERROR = "GG001"
 DECODE_ERROR = "GG002"
 INTERNAL_ERROR = "GG003"
