@@ -21,13 +21,14 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, report, ruledoc
+from gradguard import __version__, report, ruledoc, style
 from gradguard import cache as cache_module
 from gradguard.files import DEFAULT_EXCLUDE, display_path
 from gradguard.options import (DEBOUNCE, DEFAULTS, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK,
                                EXIT_TIMEOUT, CheckOptions, Fatal, echo_error)
 from gradguard.files import read_file
 from gradguard.run import run_check
+from gradguard.watch import watch_check
 from gradguard.settings import Resolver, load_config
 
 
@@ -68,23 +69,44 @@ def verify_options(command):
               help="Globs to skip in addition to the default list.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply the excludes to paths named on the command line too.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=DEFAULTS.respect_gitignore,
+              show_default=True,
+              help="Leave out of a directory walk what .ignore files, and in a git "
+                   "repository .gitignore files and .git/info/exclude, ignore.")
 @click.option("--stdin-filename", default=DEFAULTS.stdin_filename, show_default=True,
               help="The path to report for `-` (standard input).")
-@click.option("--format", "output_format", type=click.Choice(report.FORMATS),
+@click.option("--output-format", "--format", "output_format", type=click.Choice(report.FORMATS),
               default=DEFAULTS.output_format, show_default=True,
-              help="Output format: text (one line each), full (with source and fix), json, "
-                   "sarif (code scanning), github (Actions annotations), gitlab (Code "
-                   "Quality), junit, pylint.")
+              envvar="GRADGUARD_OUTPUT_FORMAT",
+              help="Output format: text (one line each), concise (text with ruff's [*] on "
+                   "fixable findings), full (with source and fix), json, sarif (code "
+                   "scanning), github (Actions annotations), gitlab (Code Quality), junit, "
+                   "pylint. Also: GRADGUARD_OUTPUT_FORMAT.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, allow_dash=False),
               metavar="PATH", help="Write the report to PATH (replaced whole, atomically) "
                                    "instead of stdout; the summary stays on stderr.")
 @click.option("--show-source", is_flag=True,
               help="With --format text, show the source line of each finding.")
-@click.option("--statistics", is_flag=True, help="Count the findings of each code.")
+@click.option("--statistics", is_flag=True,
+              help="Print how many findings of each code there are instead of the findings "
+                   "(as JSON with --output-format json).")
+@click.option("--color", type=click.Choice(style.CHOICES), default=DEFAULTS.color,
+              show_default=True,
+              help="Paint the report people read: auto (at a terminal, unless NO_COLOR is "
+                   "set; FORCE_COLOR forces it), always, never.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Do not print the summary or a progress bar.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--disable-noqa", is_flag=True, help="Ignore `# noqa` comments.")
+@click.option("--exit-non-zero-on-fix", is_flag=True,
+              help="With --fix or --fix-only, exit 1 when a file was fixed, even if no "
+                   "finding is left.")
+@click.option("--disable-noqa", is_flag=True,
+              help="Ignore `# noqa` and `# gradguard: noqa` comments.")
+@click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODE",
+              help="Codes not to report in the files GLOB matches (relative to the current "
+                   "directory); replaces the configuration's. Comma-separated or repeated.")
+@click.option("--extend-per-file-ignores", multiple=True, metavar="GLOB:CODE",
+              help="As --per-file-ignores, in addition to the configuration's.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="Read settings from this file instead of the nearest pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
@@ -104,6 +126,9 @@ def verify_options(command):
               help="Where the cache is (default: .gradguard_cache beside the configuration "
                    "file, else in the current directory).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes, and report what is left.")
+@click.option("--fix-only", is_flag=True,
+              help="Apply the safe fixes and report nothing: exit 0 whatever is left (1 with "
+                   "--exit-non-zero-on-fix when a file was fixed).")
 @click.option("--unsafe-fixes", is_flag=True,
               help="With --fix or --diff, apply the unsafe fixes too (they may change what "
                    "the program computes: read them).")
@@ -111,6 +136,9 @@ def verify_options(command):
               help="Print the fixes as a unified diff instead of writing them; exit 1 when "
                    "there is one.")
 @click.option("--show-fixes", is_flag=True, help="With --fix, list what was fixed in each file.")
+@click.option("-w", "--watch", is_flag=True,
+              help="Lint again whenever a linted file or a configuration changes (until "
+                   "Ctrl-C).")
 @click.option("--verify", is_flag=True,
               help="Replay each file with findings under torch and give each finding a "
                    "verdict (needs the `verify` extra).")
@@ -119,7 +147,8 @@ def check(paths: tuple[str, ...], **params) -> None:
     """Lint PATHS (files or directories; `-` for standard input; default `.`)."""
     options = CheckOptions.of(params)
     try:
-        status = run_check(paths or (".",), options)
+        run = watch_check if options.watch else run_check
+        status = run(paths or (".",), options)
     except click.ClickException:
         raise
     except Exception as error:  # a bug in gradguard's own runner

@@ -20,6 +20,8 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Sequence
 
+from gradguard import ignorefiles
+
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", "build", "dist", "__pycache__", ".tox",
     ".nox", ".eggs", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache",
@@ -215,6 +217,9 @@ class FileFinder:
     # Globs a configuration gives, resolved against its own directory (``config_roots``)
     config_exclude: Sequence[str] = ()
     config_roots: Sequence[str] = ()
+    # a walk leaves out what .gitignore, .ignore and .git/info/exclude ignore (ruff's
+    # respect-gitignore); a path named on the command line is linted all the same
+    respect_gitignore: bool = False
 
     def excluded(self, path: str) -> bool:
         return matches_any(path, self.exclude, self.roots) \
@@ -271,6 +276,9 @@ class FileFinder:
                     found.files.append(shown)
         return found
 
+    def _ignored_by_files(self, path: str, is_dir: bool) -> bool:
+        return self.respect_gitignore and ignorefiles.ignored(path, is_dir)
+
     def _walk(self, directory: str, seen: set, errors: list[str]) -> Iterator[str]:
         try:
             status = os.stat(directory)
@@ -288,10 +296,11 @@ class FileFinder:
                 # a link to a directory is not followed (as ruff and git do): ``up -> ..``
                 # would lint outside the tree, and a link may point into the tree again
                 if entry.is_dir(follow_symlinks=False):
-                    if not self.excluded(path):
+                    if not self.excluded(path) and not self._ignored_by_files(path, True):
                         yield from self._walk(path, seen, errors)
                 elif entry.name.endswith(".py") and entry.is_file() \
-                        and not self.excluded(path):  # other files: not worth a match
+                        and not self.excluded(path) \
+                        and not self._ignored_by_files(path, False):  # others: no match
                     yield path
             except OSError:
                 continue  # vanished or unreadable entry metadata: nothing to lint

@@ -41,7 +41,8 @@ from gradguard.checker import check_source
 from gradguard.config import ConfigError
 from gradguard.findings import DIAGNOSTICS, SYNTAX_ERROR, Finding, without_orphan_mirrors
 from gradguard.linting import read_lines
-from gradguard.noqa import NoqaUse, filter_noqa, source_lines, unused_noqa
+from gradguard.noqa import (NoqaUse, exempted, file_exemption, filter_noqa, source_lines,
+                            unused_noqa)
 from gradguard.options import CheckOptions
 from gradguard.rules import ALL_RULES
 from gradguard.settings import Resolver
@@ -78,8 +79,10 @@ class GradguardPlugin:
         found = check_source(text, self.filename, ALL_RULES, options=self.rule_options())
         own = [f for f in found if f.path == self.filename]
         if not self.disable_noqa:  # a noqa that silences a mirror is used, as in check
-            unused = self._unused_noqa(own, source_lines(text))
-            own = self._standing(found, own) + unused
+            lines = source_lines(text)
+            unused = self._unused_noqa(own, lines)
+            exemption = file_exemption(lines)  # `# gradguard: noqa`; flake8 reads its own
+            own = [f for f in self._standing(found, own) + unused if not exempted(f, exemption)]
         for finding in own:
             if finding.code != SYNTAX_ERROR:
                 yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", \

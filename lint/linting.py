@@ -10,6 +10,7 @@ cache answers whole never loads it.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import multiprocessing
 import os
 import traceback
@@ -22,7 +23,8 @@ from gradguard import memory, progress, selection
 from gradguard.cache import Cache
 from gradguard.files import matches_any, read_file
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
-from gradguard.noqa import UNUSED_NOQA, NoqaUse, filter_noqa, source_lines, unused_noqa
+from gradguard.noqa import (UNUSED_NOQA, NoqaUse, exempted, file_exemption, filter_noqa,
+                            source_lines, unused_noqa)
 from gradguard.reads import recording_reads
 from gradguard.rules import Rule
 
@@ -48,9 +50,12 @@ class Plan:
     options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
 
     def ignored_in(self, path: str) -> list[str]:
-        """The selectors ``per-file-ignores`` gives ``path``."""
+        """The selectors ``per-file-ignores`` gives ``path`` (an absolute glob, from the
+        command line, is matched against the file's absolute path)."""
         return [code for glob, codes in self.per_file_ignores
-                if matches_any(path, [glob], self.roots) for code in codes]
+                if (fnmatch.fnmatch(os.path.abspath(path).replace(os.sep, "/"), glob)
+                    if os.path.isabs(glob) else matches_any(path, [glob], self.roots))
+                for code in codes]
 
     def rule_settings(self) -> Optional[dict[str, dict[str, object]]]:
         return {code: dict(values) for code, values in self.options} if self.options else None
@@ -141,7 +146,9 @@ def unused_noqa_of(path: str, lines: Sequence[str], use: NoqaUse,
     enabled = {code for code in plan.codes if not selection.is_ignored(code, ignored)}
     if UNUSED_NOQA not in enabled:
         return []
-    return unused_noqa(path, lines, use, elsewhere, enabled, selection.known_codes())
+    exemption = file_exemption(lines)
+    return [f for f in unused_noqa(path, lines, use, elsewhere, enabled, selection.known_codes())
+            if not exempted(f, exemption)]
 
 
 def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:

@@ -1,4 +1,5 @@
-"""``# noqa`` comments: suppress findings on the physical line they are reported on.
+"""``# noqa`` comments: suppress findings on the physical line they are reported on; and
+``# gradguard: noqa`` (``file_exemption``), on a line of its own, for the whole file.
 
 Same semantics as flake8: ``# noqa`` alone suppresses everything on the line;
 ``# noqa: GG101,GG2`` suppresses the listed codes and codes starting with a listed
@@ -62,12 +63,52 @@ def is_suppressed(finding: Finding, lines: Sequence[str]) -> bool:
     return codes == BLANKET or finding.code.startswith(tuple(codes))
 
 
+# --- File-level exemptions: ``# gradguard: noqa`` -----------------------------------------
+
+FILE_NOQA = re.compile(r"#\s*(?:gradguard|flake8)\s*:\s*(?i:noqa)"
+                       r"(?:\s*:?\s*(?P<codes>(?i:[A-Z]+[0-9]+)(?:[,\s]+(?i:[A-Z]+[0-9]+))*))?")
+
+
+def file_exemption(lines: Sequence[str]) -> Optional[frozenset[str]]:
+    """What a file-level directive exempts the whole file from, as ruff's ``# ruff:
+    noqa``: a comment on a line of its own, ``# gradguard: noqa`` (everything: ``BLANKET``)
+    or ``# gradguard: noqa: GG201, GG3`` (those codes and prefixes). flake8's ``#
+    flake8: noqa`` counts the same (flake8 would skip the file: the plugin's findings
+    must not differ), and so does ``# flake8: noqa: CODES``, as ruff reads it. None when
+    there is no directive; a directive in a string does not count."""
+    candidates = [number for number, line in enumerate(lines, 1)
+                  if FILE_NOQA.match(line.lstrip())]
+    if not candidates:
+        return None
+    comments = _comment_columns(lines)
+    codes: set[str] = set()
+    for number in candidates:
+        line = lines[number - 1]
+        if comments.get(number) != len(line) - len(line.lstrip()):
+            continue  # not a comment of its own (in a string, or after code)
+        named = FILE_NOQA.match(line.lstrip()).group("codes")
+        if named is None:
+            return BLANKET
+        codes.update(code.upper() for code in _CODE_SEP.split(named) if code)
+    return frozenset(codes) if codes else None
+
+
+def exempted(finding: Finding, exemption: Optional[frozenset[str]]) -> bool:
+    """Whether a file-level ``exemption`` covers ``finding`` (never a diagnostic)."""
+    if exemption is None or finding.code in DIAGNOSTICS:
+        return False
+    return exemption == BLANKET or finding.code.startswith(tuple(exemption))
+
+
 def filter_noqa(findings: Iterable[Finding], lines: Sequence[str],
                 use: Optional[NoqaUse] = None, own: bool = True) -> list[Finding]:
     """The findings that no ``noqa`` comment suppresses. With ``use``, note which codes
     suppressed something (``own``: these are the linted file's lines)."""
     kept = []
+    exemption = file_exemption(lines)
     for finding in findings:
+        if exempted(finding, exemption):
+            continue
         codes = suppressing(finding, lines)
         if codes is None:
             kept.append(finding)

@@ -29,15 +29,20 @@ class CheckOptions:
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool = False
+    respect_gitignore: bool = True
     stdin_filename: str = "stdin"
     # Report
     output_format: str = "text"
     output_file: Optional[str] = None
     show_source: bool = False
     statistics: bool = False
+    color: str = "auto"
     quiet: bool = False
     exit_zero: bool = False
+    exit_non_zero_on_fix: bool = False
     disable_noqa: bool = False
+    per_file_ignores: tuple[str, ...] = ()
+    extend_per_file_ignores: tuple[str, ...] = ()
     # Configuration
     config_path: Optional[str] = None
     isolated: bool = False
@@ -49,9 +54,11 @@ class CheckOptions:
     no_cache: bool = False
     cache_dir: Optional[str] = None
     fix: bool = False
+    fix_only: bool = False
     unsafe_fixes: bool = False
     diff: bool = False
     show_fixes: bool = False
+    watch: bool = False
     # The replay under torch (``--verify``)
     verify: bool = False
     max_memory: int = 8192

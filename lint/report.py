@@ -2,7 +2,9 @@
 
 Every formatter takes findings already sorted by path, line, column and code. ``render``
 gives the whole report of one format as text; the formats are those of ruff's
-``--output-format`` of the same names (``text`` is ruff's ``concise``).
+``--output-format`` of the same names (``text`` is ruff's ``concise`` without its ``[*]``
+mark of a fixable finding, the line flake8 prints). ``--color`` paints the formats people
+read (``style``).
 """
 
 from __future__ import annotations
@@ -21,16 +23,18 @@ from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from gradguard import __version__
+from gradguard import __version__, style
 from gradguard.findings import (DECODE_ERROR, DIAGNOSTICS, INTERNAL_ERROR, SYNTAX_ERROR, Edit,
                                 Finding, Fix)
 from gradguard.rules import ALL_RULES
 
-FORMATS = ("text", "full", "json", "sarif", "github", "gitlab", "junit", "pylint")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github", "gitlab", "junit", "pylint")
 MACHINE_FORMATS = frozenset({"json", "sarif", "github", "gitlab", "junit"})
 """Formats a program reads: nothing else may be mixed into them (statistics go to stderr)."""
 SOURCE_FORMATS = frozenset({"full"})
 """Formats that show the source lines of each finding."""
+STATISTICS_FORMATS = frozenset({"text", "concise", "full", "json"})
+"""Formats ``--statistics`` is written in (as ruff's): a table, or JSON for ``json``."""
 _DIAGNOSTIC_NAMES = {
     SYNTAX_ERROR: "syntax-error", DECODE_ERROR: "decode-error", INTERNAL_ERROR: "internal-error",
 }
@@ -74,15 +78,17 @@ def _names() -> dict[str, str]:
 
 def render(output_format: str, findings: Sequence[Finding],
            sources: Optional[Mapping[str, Sequence[str]]] = None,
-           show_source: bool = False) -> str:
+           show_source: bool = False, color: bool = False) -> str:
     """The whole report of ``findings`` in ``output_format`` (one of ``FORMATS``), ending
     with a newline unless empty. ``sources``: the lines of each file, for ``text`` with
-    ``show_source`` and for ``full``."""
+    ``show_source`` and for ``full``. ``color``: paint ``text``, ``concise`` and ``full``
+    with ANSI escapes (the other formats are never painted)."""
     sources = sources or {}
-    if output_format == "text":
-        lines = list(text_lines(findings, sources, show_source))
+    if output_format in ("text", "concise"):
+        lines = list(text_lines(findings, sources, show_source,
+                                mark_fixable=output_format == "concise", color=color))
     elif output_format == "full":
-        lines = list(full_lines(findings, sources))
+        lines = list(full_lines(findings, sources, color))
     elif output_format == "pylint":
         lines = list(pylint_lines(findings))
     elif output_format == "github":
@@ -99,10 +105,13 @@ def _verdict(finding: Finding) -> str:
 
 
 def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]],
-               show_source: bool) -> Iterator[str]:
-    """``path:line:col: CODE message``; with ``show_source``, the line and a caret too."""
+               show_source: bool, mark_fixable: bool = False, color: bool = False
+               ) -> Iterator[str]:
+    """``path:line:col: CODE message``; with ``show_source``, the line and a caret too.
+    ``mark_fixable`` (``concise``, as ruff's): ``CODE [*] message`` for a safe fix."""
     for finding in findings:
-        yield finding.format()
+        yield style.finding_line(finding, finding.format(),
+                                 mark_fixable and _safe_fix(finding), color)
         lines = sources.get(finding.path, ())
         if show_source and 1 <= finding.line <= len(lines):
             line = lines[finding.line - 1]
@@ -128,16 +137,20 @@ _UNSAFE_NOTE = "note: This is an unsafe fix and may change runtime behavior"
 _SAFE_NOTE = "note: This is a safe fix"
 
 
-def full_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
-               ) -> Iterator[str]:
+def _safe_fix(finding: Finding) -> bool:
+    return finding.fix is not None and finding.fix.safe
+
+
+def full_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]],
+               color: bool = False) -> Iterator[str]:
     """As ruff's ``full`` format: the code and message, the place, the source lines around
     it with ``^`` under the span, then the fix (its message, the lines it changes, and
     whether it is safe). ``[*]`` marks a finding with a safe fix."""
     for i, f in enumerate(findings):
         if i:
             yield ""
-        safe = " [*]" if f.fix is not None and f.fix.safe else ""
-        yield f"{f.code}{safe} {f.message}{_verdict(f)}"
+        safe = f" {style.FIXABLE_MARK}" if _safe_fix(f) else ""
+        yield f"{style.code(f.code, color)}{style.mark(safe, color)} {f.message}{_verdict(f)}"
         lines = sources.get(f.path) or ()
         snippet = list(_snippet(f, lines))
         width = max([len(str(n)) for n, _ in snippet if n] or [1])
@@ -528,11 +541,44 @@ def summary(findings: Sequence[Finding], files_checked: int) -> str:
     return f"{count(len(findings), 'finding')} in {count(files, 'file')}, {checked}"
 
 
-def statistics(findings: Sequence[Finding]) -> list[str]:
-    """One line per code, in code order: count, code and rule name (as flake8 prints)."""
+@dataclass(frozen=True)
+class CodeCount:
+    """A line of ``--statistics``: how many findings of ``code``, how many of them a fix
+    of this run could remove."""
+
+    code: str
+    name: str
+    count: int
+    fixable_count: int
+
+
+def statistics(findings: Sequence[Finding], unsafe_fixes: bool = False) -> list[CodeCount]:
+    """The findings counted by code, as ruff's ``--statistics``: the most frequent first,
+    then in code order. A fix counts when ``--fix`` would apply it (a safe one, or any
+    with ``unsafe_fixes``)."""
     names = _names()
     counts = Counter(f.code for f in findings)
-    return [f"{counts[code]:<5} {code} {names.get(code, '')}".rstrip() for code in sorted(counts)]
+    fixable_counts = Counter(f.code for f in findings
+                             if f.fix is not None and (f.fix.safe or unsafe_fixes))
+    return [CodeCount(code, names.get(code, ""), counts[code], fixable_counts[code])
+            for code in sorted(counts, key=lambda code: (-counts[code], code))]
+
+
+def render_statistics(counts: Sequence[CodeCount], as_json: bool, color: bool = False) -> str:
+    """``--statistics`` as ruff writes it: a JSON list of ``{code, name, count, fixable,
+    fixable_count}``, or a table of tab-separated columns (count, code, ``[*]`` when a
+    fix is available, name); ending with a newline unless empty."""
+    if as_json:
+        return json.dumps([{"code": c.code, "name": c.name, "count": c.count,
+                            "fixable": c.fixable_count > 0, "fixable_count": c.fixable_count}
+                           for c in counts], indent=2) + "\n"
+    count_width = max((len(str(c.count)) for c in counts), default=0)
+    code_width = max((len(c.code) for c in counts), default=0)
+    return "".join(
+        f"{style.bold(f'{c.count:>{count_width}}', color)}\t"
+        f"{style.code(f'{c.code:<{code_width}}', color)}\t"
+        f"{style.mark(style.FIXABLE_MARK if c.fixable_count else '[ ]', color)} {c.name}\n"
+        for c in counts)
 
 
 def fixable(findings: Sequence[Finding]) -> Optional[str]:

@@ -21,7 +21,7 @@ from typing import Callable, Collection, Optional, Sequence
 import click
 
 from gradguard import cache as cache_module
-from gradguard import progress, report
+from gradguard import progress, report, style
 from gradguard.files import (STDIN, FileChangedError, display_path, encoding_of, read_file,
                              write_atomically)
 from gradguard.findings import DIAGNOSTICS, Finding
@@ -35,6 +35,11 @@ from gradguard.settings import Resolver, keep_lines, show_settings
 
 def run_check(paths: Sequence[str], options: CheckOptions) -> int:
     """Lint ``paths`` with ``options`` (the ``check`` command's); return the exit status."""
+    if options.fix_only:
+        options = replace(options, fix=True)
+    if options.statistics and options.output_format not in report.STATISTICS_FORMATS:
+        raise click.UsageError(f"--statistics is written as text or json, not "
+                               f"{options.output_format}")
     if options.add_noqa and (options.fix or options.diff):
         raise click.UsageError("--add-noqa cannot be used with --fix or --diff")
     if options.add_noqa and STDIN in paths:
@@ -197,9 +202,9 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
     elif stdin is not None:
         sys.stdout.buffer.write(fixed_stdin if fixed_stdin is not None else stdin[1])
         sys.stdout.flush()
-        for finding in findings:
+        for finding in findings if not options.fix_only else ():
             click.echo(finding.format(), err=True)
-    else:
+    elif not options.fix_only:  # --fix-only reports nothing but what it fixed
         written = _write(findings, {}, options)
         if written:
             errors.append(written)
@@ -212,12 +217,16 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
         hidden = 0 if unsafe else sum(f.fix is not None and not f.fix.safe for f in findings)
         click.echo(report.fixes_summary(count, len(fixed), hidden, not options.diff),
                    err=True)
-        if not options.diff:
+        if not options.diff and not options.fix_only:
             click.echo(report.summary(findings, sum(not o.error for o in outcomes)), err=True)
     if errors:
         return EXIT_ERROR
     if options.diff:
         return EXIT_FINDINGS if diffs else EXIT_OK
+    if options.exit_non_zero_on_fix and fixed:
+        return EXIT_FINDINGS
+    if options.fix_only:
+        return EXIT_OK
     return EXIT_FINDINGS if findings and not options.exit_zero else EXIT_OK
 
 
@@ -255,19 +264,18 @@ def _verify(findings: list[Finding], options: CheckOptions,
 def _write(findings: list[Finding], sources: dict, options: CheckOptions) -> Optional[str]:
     """Write the report to stdout or ``--output-file``; return why it could not be."""
     output_format = options.output_format
-    text = report.render(output_format, findings, sources, options.show_source)
-    statistics = "".join(line + "\n" for line in report.statistics(findings)
-                         ) if options.statistics else ""
-    if output_format not in report.MACHINE_FORMATS:
-        text, statistics = text + statistics, ""
-    error = None
-    if not options.output_file:
-        click.echo(text, nl=False)
+    color = output_format not in report.MACHINE_FORMATS and style.wanted(
+        options.color, None if options.output_file else sys.stdout)
+    if options.statistics:  # as ruff's: the counts instead of the findings
+        text = report.render_statistics(report.statistics(findings, options.unsafe_fixes),
+                                        output_format == "json", color)
     else:
-        try:
-            write_atomically(options.output_file, text)
-        except OSError as failure:
-            error = (f"{options.output_file}: cannot write the report: "
-                     f"{failure.strerror or failure}")
-    click.echo(statistics, err=True, nl=False)  # not in a report a program parses
-    return error
+        text = report.render(output_format, findings, sources, options.show_source, color)
+    if not options.output_file:
+        click.echo(text, nl=False, color=color)
+        return None
+    try:
+        write_atomically(options.output_file, text)
+    except OSError as failure:
+        return f"{options.output_file}: cannot write the report: {failure.strerror or failure}"
+    return None

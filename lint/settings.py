@@ -79,11 +79,14 @@ def make_plan(options: CheckOptions, config: configuration.Config,
     extend = [*_selectors(config.extend_select or [], f"{config.path}: extend-select", True),
               *_selectors(options.extend_select, "--extend-select")]
     codes = selection.resolve(chosen("select"), chosen("ignore") or [], extend)
+    here = str(cwd or Path.cwd())
     per_file = tuple(
         (glob, tuple(_selectors(codes_, f"{config.path}: per-file-ignores", True)))
         for glob, codes_ in config.per_file_ignores.items()
-    )
-    here = str(cwd or Path.cwd())
+    ) if not options.per_file_ignores else ()
+    for option in ("per_file_ignores", "extend_per_file_ignores"):
+        per_file += command_line_per_file_ignores(getattr(options, option), here,
+                                                  "--" + option.replace("_", "-"))
     config_roots = (str(config.root),) if config.root else (here,)
     exclude, config_exclude = [], []
     if options.exclude:
@@ -103,6 +106,25 @@ def make_plan(options: CheckOptions, config: configuration.Config,
     )
     return plan, FileFinder(exclude, (here,), options.force_exclude, config_exclude,
                             config_roots)
+
+
+def command_line_per_file_ignores(values: Sequence[str], cwd: str, option: str
+                                  ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``--per-file-ignores GLOB:CODE`` (repeated or comma-separated, as ruff's) as the
+    plan's ``(glob, codes)`` pairs: a glob with a ``/`` is made absolute from ``cwd``
+    (a plain name matches the file's name anywhere)."""
+    pairs: dict[str, list[str]] = {}
+    for value in values:
+        for item in value.split(","):
+            glob, colon, code = item.strip().rpartition(":")
+            if not colon or not glob.strip() or not code.strip():
+                raise click.BadParameter(f"{item.strip()!r}: expected GLOB:CODE",
+                                         param_hint=option)
+            glob = glob.strip().removeprefix("./")
+            if "/" in glob.rstrip("/"):
+                glob = os.path.join(cwd, glob).replace(os.sep, "/")
+            pairs.setdefault(glob, []).extend(_selectors([code.strip()], option))
+    return tuple((glob, tuple(codes)) for glob, codes in pairs.items())
 
 
 def keep_lines(options: CheckOptions) -> bool:
@@ -143,7 +165,9 @@ class Resolver:
         self.fixed = options.isolated or self.named is not None
         self._directories: dict[str, Optional[Path]] = {}  # directory -> its configuration
         self._loaded: dict[Optional[Path], tuple[object, Resolved]] = {}
-        self.finder = _FinderByDirectory(force_exclude=options.force_exclude, resolver=self)
+        self.finder = _FinderByDirectory(force_exclude=options.force_exclude,
+                                         respect_gitignore=options.respect_gitignore,
+                                         resolver=self)
 
     def config_path(self, directory: str) -> Optional[Path]:
         """The configuration file for the files in ``directory`` (absolute); None for
@@ -283,7 +307,7 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
              f"ignore = {_show(selection.parse_selectors(ignore or []))}  # {ignore_origin}",
              "per-file-ignores = {" + ", ".join(f"{_show(glob)} = {_show(codes)}"
                                                 for glob, codes in plan.per_file_ignores)
-             + f"}}  # {origin((source, plan.per_file_ignores))}",
+             + f"}}  # {origin((source, config.per_file_ignores and not options.per_file_ignores), ('command line', options.per_file_ignores or options.extend_per_file_ignores))}",
              "enabled = ["]
     lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic: always reported')}"
               for code in sorted(plan.codes)]
