@@ -123,13 +123,13 @@ def _patterns_of(path: str) -> tuple[Pattern, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _git_root(directory: str) -> Optional[str]:
+def git_root(directory: str) -> Optional[str]:
     """The directory at or above ``directory`` that holds ``.git`` (a directory, or the
     file of a worktree or submodule); None outside a repository."""
     if os.path.exists(os.path.join(directory, ".git")):
         return directory
     parent = os.path.dirname(directory)
-    return None if parent == directory else _git_root(parent)
+    return None if parent == directory else git_root(parent)
 
 
 def _ancestors(directory: str, top: Optional[str]) -> list[str]:
@@ -161,7 +161,7 @@ def ignored(path: str, is_dir: bool) -> bool:
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     decided = _nearest_decision(".ignore", _ancestors(parent, None), path, is_dir)
-    root = _git_root(parent)
+    root = git_root(parent)
     if decided is None and root is not None:
         decided = _nearest_decision(".gitignore", _ancestors(parent, root), path, is_dir)
         if decided is None:
@@ -174,4 +174,4 @@ def ignored(path: str, is_dir: bool) -> bool:
 def forget() -> None:
     """Read the ignore files again (``--watch``: they may have changed)."""
     _patterns_of.cache_clear()
-    _git_root.cache_clear()
+    git_root.cache_clear()

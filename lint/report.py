@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from gradguard import __version__, style
+from gradguard import __version__, doclinks, ignorefiles, style
 from gradguard.findings import (DECODE_ERROR, DIAGNOSTICS, INTERNAL_ERROR, SYNTAX_ERROR, Edit,
                                 Finding, Fix)
 from gradguard.rules import ALL_RULES
@@ -31,8 +31,9 @@ from gradguard.rules import ALL_RULES
 FORMATS = ("text", "concise", "full", "json", "sarif", "github", "gitlab", "junit", "pylint")
 MACHINE_FORMATS = frozenset({"json", "sarif", "github", "gitlab", "junit"})
 """Formats a program reads: nothing else may be mixed into them (statistics go to stderr)."""
-SOURCE_FORMATS = frozenset({"full"})
-"""Formats that show the source lines of each finding."""
+SOURCE_FORMATS = frozenset({"full", "sarif"})
+"""Formats that need the source lines of each finding: shown (``full``), or hashed into
+its fingerprint (``sarif``)."""
 STATISTICS_FORMATS = frozenset({"text", "concise", "full", "json"})
 """Formats ``--statistics`` is written in (as ruff's): a table, or JSON for ``json``."""
 _DIAGNOSTIC_NAMES = {
@@ -93,9 +94,10 @@ def render(output_format: str, findings: Sequence[Finding],
         lines = list(pylint_lines(findings))
     elif output_format == "github":
         lines = list(github_lines(findings))
+    elif output_format == "sarif":
+        lines = [to_sarif(findings, sources)]
     else:
-        serialise = {"json": to_json, "sarif": to_sarif, "gitlab": to_gitlab,
-                     "junit": to_junit}[output_format]
+        serialise = {"json": to_json, "gitlab": to_gitlab, "junit": to_junit}[output_format]
         lines = [serialise(findings)]
     return "".join(line + "\n" for line in lines)
 
@@ -331,25 +333,37 @@ def _fix_json(fix) -> Optional[dict]:
                        "end_col": e.end_col, "content": e.content} for e in fix.edits]}
 
 
-def to_sarif(findings: Sequence[Finding]) -> str:
-    """A SARIF 2.1.0 log, as GitHub code scanning reads it: every code as a rule, each
-    finding with its region (the end where known), its fix (``fixes``: the edits as
-    replacements, the applicability in ``properties``) and its verdict (``properties``).
-    Columns count Unicode code points (``columnKind``), as gradguard's do."""
+SRCROOT = "%SRCROOT%"
+"""The base of the SARIF log's relative URIs: the repository's root (``sarif_root``)."""
+_FULL_DESCRIPTION_LIMIT = 1024  # characters GitHub code scanning takes
+
+
+def sarif_root(cwd: Optional[str] = None) -> str:
+    """What the SARIF log's paths are relative to: the git repository around ``cwd``
+    (default: the current directory), as code scanning reads them, else ``cwd``."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    return ignorefiles.git_root(cwd) or cwd
+
+
+def to_sarif(findings: Sequence[Finding],
+             sources: Optional[Mapping[str, Sequence[str]]] = None,
+             root: Optional[str] = None) -> str:
+    """A SARIF 2.1.0 log, as GitHub code scanning reads it: every code as a rule (its
+    documentation as ``help``, its section of docs/rules.md as ``helpUri``), each finding
+    with its region (closed: the start where the end is unknown), a fingerprint that
+    unrelated edits leave alone (``partialFingerprints``, see ``_line_hashes``), its fix
+    (``fixes``: the edits as replacements, the applicability in ``properties``) and its
+    verdict (``properties``). Paths under ``root`` (default ``sarif_root()``) are
+    relative to it, with ``uriBaseId`` ``%SRCROOT%`` (``originalUriBaseIds`` says where
+    it is); others are absolute ``file://`` URIs. Columns count Unicode code points
+    (``columnKind``), as gradguard's do. ``sources``: each file's lines, for the
+    fingerprints."""
+    root = os.path.abspath(root or sarif_root())
     infos = catalog()
     index = {info.code: i for i, info in enumerate(infos)}
-    rules = [
-        {
-            "id": info.code,
-            "name": info.name,
-            "shortDescription": {"text": info.summary},
-            "fullDescription": {"text": info.doc, "markdown": info.doc},
-            "defaultConfiguration": {"level": "error" if info.diagnostic else "warning"},
-        }
-        for info in infos
-    ]
+    rules = [_sarif_rule(info) for info in infos]
     results = []
-    for f in findings:
+    for f, line_hash in zip(findings, _line_hashes(findings, sources or {}, root)):
         if f.code not in index:
             continue
         result = {
@@ -358,12 +372,13 @@ def to_sarif(findings: Sequence[Finding]) -> str:
             "level": rules[index[f.code]]["defaultConfiguration"]["level"],
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path)},
-                "region": _region(f.line, f.col, f.end_line, f.end_col),
+                "artifactLocation": _artifact(f.path, root),
+                "region": _region(f.line, f.col, *_closed_end(f)),
             }}],
+            "partialFingerprints": {"primaryLocationLineHash": line_hash},
         }
         if f.fix is not None:
-            result["fixes"] = [_sarif_fix(f.path, f.fix)]
+            result["fixes"] = [_sarif_fix(f.path, f.fix, root)]
         if f.verdict:
             result["properties"] = {"verdict": f.verdict}
         results.append(result)
@@ -372,9 +387,10 @@ def to_sarif(findings: Sequence[Finding]) -> str:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
-                "name": "gradguard", "version": __version__,
+                "name": "gradguard", "version": __version__, "semanticVersion": __version__,
                 "informationUri": "https://pypi.org/project/gradguard/", "rules": rules,
             }},
+            "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": results,
         }],
@@ -382,13 +398,76 @@ def to_sarif(findings: Sequence[Finding]) -> str:
     return json.dumps(log, indent=2)
 
 
-def _uri(path: str) -> str:
-    """A path as a SARIF artifact URI: relative paths stay relative (code scanning takes
-    them from the repository's root), with ``/`` and percent-encoding; absolute ones
-    become ``file://`` URIs."""
-    if os.path.isabs(path):
-        return Path(path).as_uri()
-    return quote(path.replace(os.sep, "/"), safe="/")
+def _sarif_rule(info: CodeInfo) -> dict:
+    """A code as a SARIF ``reportingDescriptor``: its summary, what it does (the full
+    description, within GitHub's 1024 characters), its documentation (``help``, shown
+    beside each alert) and where that is published (``helpUri``)."""
+    what = _what_it_does(info.doc)
+    return {
+        "id": info.code,
+        "name": info.name,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": what, "markdown": what},
+        "help": {"text": info.doc, "markdown": info.doc},
+        "helpUri": doclinks.rule_url(info.code, info.name, info.diagnostic),
+        "defaultConfiguration": {"level": "error" if info.diagnostic else "warning"},
+        "properties": {"tags": ["gradguard"] if info.diagnostic else ["pytorch", "autograd"],
+                       "problem.severity": "error" if info.diagnostic else "warning"},
+    }
+
+
+def _what_it_does(doc: str) -> str:
+    """The body of the doc's ``## What it does`` (else the whole doc), at most
+    ``_FULL_DESCRIPTION_LIMIT`` characters."""
+    match = re.search(r"^## What it does\n(.*?)(?=^## |\Z)", doc, re.S | re.M)
+    text = (match.group(1) if match else doc).strip()
+    limit = _FULL_DESCRIPTION_LIMIT
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _closed_end(f: Finding) -> tuple[int, int]:
+    """Where the region of ``f`` ends (code scanning needs an end): its end, else (a
+    diagnostic, or an end before the start) its start."""
+    if f.end_line is None or f.end_col is None or (f.end_line, f.end_col) < (f.line, f.col):
+        return f.line, f.col
+    return f.end_line, f.end_col
+
+
+def _line_hashes(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]],
+                 root: str) -> list[str]:
+    """Each finding's ``primaryLocationLineHash`` (the one fingerprint code scanning
+    reads), ``HASH:N`` as GitHub's own: a hash of the code, the file's path from
+    ``root`` and the text of the finding's line with its whitespace normalised, and N
+    counting the findings of that hash so far in the file. Not the line number: lines
+    added or removed elsewhere leave it as it was, so an alert is tracked across
+    commits. Where the line is not known, the message stands for it."""
+    seen: Counter = Counter()
+    hashes = []
+    for f in findings:
+        lines = sources.get(f.path) or ()
+        text = lines[f.line - 1] if 1 <= f.line <= len(lines) else f.message
+        key = "\0".join((f.code, _path_from(f.path, root), " ".join(text.split())))
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        seen[digest] += 1
+        hashes.append(f"{digest}:{seen[digest]}")
+    return hashes
+
+
+def _path_from(path: str, root: str) -> str:
+    """``path`` relative to ``root`` with ``/``, when under it; else absolute."""
+    absolute = os.path.abspath(path)
+    if os.path.commonpath([absolute, root]) == root:
+        return os.path.relpath(absolute, root).replace(os.sep, "/")
+    return absolute.replace(os.sep, "/")
+
+
+def _artifact(path: str, root: str) -> dict:
+    """A SARIF ``artifactLocation``: relative to ``%SRCROOT%`` (``root``) when under it,
+    with ``/`` and percent-encoding; else an absolute ``file://`` URI."""
+    relative = _path_from(path, root)
+    if os.path.isabs(relative) or relative.startswith("/"):
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}
 
 
 def _region(line: int, col: int, end_line: Optional[int], end_col: Optional[int]) -> dict:
@@ -398,7 +477,7 @@ def _region(line: int, col: int, end_line: Optional[int], end_col: Optional[int]
     return region
 
 
-def _sarif_fix(path: str, fix: Fix) -> dict:
+def _sarif_fix(path: str, fix: Fix, root: str) -> dict:
     """A SARIF fix: each edit replaces its region (``deletedRegion``, empty for an
     insertion) by ``insertedContent`` (absent for a deletion)."""
     replacements = []
@@ -410,7 +489,7 @@ def _sarif_fix(path: str, fix: Fix) -> dict:
         replacements.append(replacement)
     return {
         "description": {"text": fix.message},
-        "artifactChanges": [{"artifactLocation": {"uri": _uri(path)},
+        "artifactChanges": [{"artifactLocation": _artifact(path, root),
                              "replacements": replacements}],
         "properties": {"applicability": fix.applicability},
     }

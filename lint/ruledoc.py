@@ -15,6 +15,7 @@ import json
 import re
 from typing import Sequence
 
+from gradguard.doclinks import DOCS_URL, anchor, rule_url
 from gradguard.report import CodeInfo, catalog
 
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
@@ -123,22 +124,18 @@ def render(infos: Sequence[CodeInfo], output_format: str, many: bool = False) ->
     return "\n\n".join(one(info) for info in infos)
 
 
-DOCS_URL = "https://github.com/gradguard/gradguard/blob/main/docs/rules.md"
-"""Where docs/rules.md is published (editors link each diagnostic to its rule there)."""
-
-
 def _anchor(info: CodeInfo) -> str:
     """The anchor GitHub gives the heading ``## name (CODE)``."""
-    return f"{info.name}-{info.code.lower()}"
+    return anchor(info.code, info.name)
 
 
 def doc_url(code: str) -> str:
     """The address of ``code``'s documentation: its section of docs/rules.md (the page's
     top for a diagnostic, which has no section)."""
     info = next((info for info in catalog() if info.code == code), None)
-    if info is None or info.diagnostic:
+    if info is None:
         return DOCS_URL
-    return f"{DOCS_URL}#{_anchor(info)}"
+    return rule_url(info.code, info.name, info.diagnostic)
 
 
 def _cell(value: str) -> str:

@@ -76,11 +76,7 @@ def run_check(paths: Sequence[str], options: CheckOptions) -> int:
     if options.verify:  # mirrors too: a write in an imported file runs from its caller
         everything = _verify(everything, options, resolver.plan_for)
     findings = one_per_place(everything, linted)
-    sources = {o.path: o.lines for o in checked if o.lines}
-    if keep_lines(options):  # findings in the modules a file imports
-        for path in {f.path for f in findings} - sources.keys():
-            sources[path] = read_lines(path) if os.path.isfile(path) else []
-    written = _write(findings, sources, options)
+    written = _write(findings, {o.path: o.lines for o in checked if o.lines}, options)
     if written:
         errors.append(written)
     for message in errors:
@@ -262,7 +258,13 @@ def _verify(findings: list[Finding], options: CheckOptions,
 
 
 def _write(findings: list[Finding], sources: dict, options: CheckOptions) -> Optional[str]:
-    """Write the report to stdout or ``--output-file``; return why it could not be."""
+    """Write the report to stdout or ``--output-file``; return why it could not be.
+    ``sources``: the lines of the files linted, where kept; a format that needs lines
+    reads the others' (the modules a file imports, the files ``--fix`` rewrote)."""
+    if keep_lines(options):
+        sources = dict(sources)
+        for path in {f.path for f in findings} - sources.keys():
+            sources[path] = read_lines(path) if os.path.isfile(path) else []
     output_format = options.output_format
     color = output_format not in report.MACHINE_FORMATS and style.wanted(
         options.color, None if options.output_file else sys.stdout)

@@ -190,12 +190,13 @@ def test_sarif_format(project):
     rules = run["tool"]["driver"]["rules"]
     assert {"GG001", "GG101"} <= {rule["id"] for rule in rules}
     gg101 = next(rule for rule in rules if rule["id"] == "GG101")
-    assert gg101["name"] == "leaf-inplace" and "## What it does" in gg101["fullDescription"]["text"]
+    assert gg101["name"] == "leaf-inplace" and "## What it does" in gg101["help"]["markdown"]
     (result,) = run["results"]
     assert result["ruleId"] == "GG001" and rules[result["ruleIndex"]]["id"] == "GG001"
     location = result["locations"][0]["physicalLocation"]
-    assert location == {"artifactLocation": {"uri": "a.py"},
-                        "region": {"startLine": 2, "startColumn": 7}}
+    assert location == {"artifactLocation": {"uri": "a.py", "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": 2, "startColumn": 7, "endLine": 2,
+                                   "endColumn": 7}}
 
 
 @pytest.mark.parametrize("output_format", ["full", "github", "gitlab", "junit", "pylint"])

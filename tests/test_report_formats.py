@@ -225,11 +225,12 @@ def validate(log: dict) -> None:
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(log)
 
 
-def test_sarif_region_has_the_end_where_known():
+def test_sarif_region_has_the_end_where_known_else_the_start():
+    """Code scanning needs an end: a diagnostic's region ends where it starts."""
     results = sarif()["runs"][0]["results"]
     regions = [r["locations"][0]["physicalLocation"]["region"] for r in results]
     assert regions == [
-        {"startLine": 2, "startColumn": 5},
+        {"startLine": 2, "startColumn": 5, "endLine": 2, "endColumn": 5},
         {"startLine": 4, "startColumn": 1, "endLine": 4, "endColumn": 9},
         {"startLine": 6, "startColumn": 1, "endLine": 6, "endColumn": 5},
     ]
@@ -242,7 +243,7 @@ def test_sarif_fixes_and_verdict():
     assert leaf["fixes"] == [{
         "description": {"text": "Rewrite out of place"},
         "artifactChanges": [{
-            "artifactLocation": {"uri": "pkg/a.py"},
+            "artifactLocation": {"uri": "pkg/a.py", "uriBaseId": "%SRCROOT%"},
             "replacements": [{
                 "deletedRegion": {"startLine": 4, "startColumn": 1, "endLine": 4,
                                   "endColumn": 9},
@@ -266,13 +267,91 @@ def test_sarif_deletion_and_insertion():
                                         "endColumn": 1}}
 
 
-def test_sarif_uris():
+def test_sarif_uris_are_relative_to_the_repository(tmp_path, monkeypatch):
+    """From a subdirectory of a git repository, paths are written from its root, with
+    ``%SRCROOT%`` (where the root is in ``originalUriBaseIds``); a path outside it is an
+    absolute ``file://`` URI."""
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "src").mkdir()
+    monkeypatch.chdir(tmp_path / "repo" / "src")
     odd = Finding("my dir/a#1%.py", 1, 1, "GG101", "m")
-    absolute = Finding(os.path.abspath("x y.py"), 1, 1, "GG101", "m")
-    results = sarif([odd, absolute])["runs"][0]["results"]
-    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
-    assert uris[0] == "my%20dir/a%231%25.py"
-    assert uris[1] == Path(os.path.abspath("x y.py")).as_uri() and "%20" in uris[1]
+    outside = Finding(str(tmp_path / "x y.py"), 1, 1, "GG101", "m")
+    run = sarif([odd, outside])["runs"][0]
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
+                 for r in run["results"]]
+    assert locations[0] == {"uri": "src/my%20dir/a%231%25.py", "uriBaseId": "%SRCROOT%"}
+    assert locations[1] == {"uri": (tmp_path / "x y.py").as_uri()}
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": (tmp_path / "repo").as_uri()
+                                                       + "/"}}
+
+
+def test_sarif_uris_outside_a_repository_are_relative_to_the_current_directory(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if report.sarif_root() != str(tmp_path):
+        pytest.skip("the temporary directory is inside a git repository")
+    (result,) = sarif([Finding("a.py", 1, 1, "GG101", "m")])["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "a.py", "uriBaseId": "%SRCROOT%"}
+
+
+def fingerprints(findings, lines) -> list[str]:
+    log = json.loads(report.render("sarif", findings, {"pkg/a.py": lines}))
+    return [r["partialFingerprints"]["primaryLocationLineHash"]
+            for r in log["runs"][0]["results"]]
+
+
+def test_sarif_fingerprints_survive_unrelated_edits():
+    """Lines added above and re-indentation leave an alert's fingerprint alone; the
+    same write twice gets two; another code, text or file another one."""
+    before = ["import torch", "x *= 100", "y = 1", "x *= 100"]
+    after = ["import torch", "", "# a comment", "if True:", "    x  *=  100", "y = 1",
+             "x *= 100"]
+    first = fingerprints([finding(2), finding(4)], before)
+    moved = fingerprints([finding(5), finding(7)], after)
+    assert first == moved and len(set(first)) == 2
+    assert [f.split(":")[1] for f in first] == ["1", "2"]
+    assert fingerprints([finding(2, code="GG102")], before) != first[:1]
+    assert fingerprints([finding(3)], before) != first[:1]
+    other_file = report.render("sarif", [Finding("pkg/b.py", 2, 1, "GG101", "m")],
+                               {"pkg/b.py": before})
+    assert json.loads(other_file)["runs"][0]["results"][0]["partialFingerprints"][
+        "primaryLocationLineHash"] not in first
+
+
+def test_sarif_rules_carry_help_and_a_link_to_their_documentation():
+    from gradguard import ruledoc
+
+    rules = {rule["id"]: rule for rule in sarif()["runs"][0]["tool"]["driver"]["rules"]}
+    gg101 = rules["GG101"]
+    assert gg101["help"]["markdown"].startswith("## What it does")
+    assert "## Use instead" in gg101["help"]["text"]
+    assert gg101["helpUri"] == ruledoc.doc_url("GG101")
+    assert gg101["helpUri"].endswith("docs/rules.md#leaf-inplace-gg101")
+    assert "#" not in rules["GG001"]["helpUri"]  # a diagnostic: the page, no section
+    heading = "## leaf-inplace (GG101)"
+    assert heading in Path(ruledoc.DOC_PATH).read_text(encoding="utf-8")  # the anchor's
+    for rule in rules.values():  # what GitHub takes
+        assert rule["help"]["text"] and rule["shortDescription"]["text"]
+        assert 0 < len(rule["fullDescription"]["text"]) <= 1024
+        assert len(rule["name"]) <= 255
+
+
+def test_sarif_has_what_github_code_scanning_requires():
+    """The properties GitHub's "SARIF support for code scanning" marks required, on
+    every result; the empty string is not a value."""
+    log = sarif()
+    assert log["$schema"] and log["version"] == "2.1.0"
+    (run,) = log["runs"]
+    assert run["tool"]["driver"]["name"] and run["tool"]["driver"]["rules"]
+    for result in run["results"]:
+        assert result["message"]["text"]
+        assert result["partialFingerprints"]["primaryLocationLineHash"]
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        assert physical["artifactLocation"]["uri"]
+        assert set(physical["region"]) == {"startLine", "startColumn", "endLine",
+                                           "endColumn"}
 
 
 @pytest.mark.parametrize("findings", [[], FINDINGS], ids=["empty", "findings"])
