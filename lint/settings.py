@@ -297,6 +297,9 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
                                         *options.extend_select])
     extend_origin = origin((source, config.extend_select),
                            ("command line", options.extend_select))
+    per_file_origin = origin(
+        (source, config.per_file_ignores and not options.per_file_ignores),
+        ("command line", options.per_file_ignores or options.extend_per_file_ignores))
     names = {rule.code: rule.name for rule in ALL_RULES}
     lines = [f"# Settings for {display_path(path)}{' (a directory)' if directory else ''}",
              *head, "",
@@ -307,7 +310,7 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
              f"ignore = {_show(selection.parse_selectors(ignore or []))}  # {ignore_origin}",
              "per-file-ignores = {" + ", ".join(f"{_show(glob)} = {_show(codes)}"
                                                 for glob, codes in plan.per_file_ignores)
-             + f"}}  # {origin((source, config.per_file_ignores and not options.per_file_ignores), ('command line', options.per_file_ignores or options.extend_per_file_ignores))}",
+             + f"}}  # {per_file_origin}",
              "enabled = ["]
     lines += [f"    {_show(code)},  # {names.get(code, 'diagnostic: always reported')}"
               for code in sorted(plan.codes)]
