@@ -3,7 +3,8 @@
 Directories are walked in sorted order, so the file list is deterministic. Symbolic
 links to directories are followed, but each real directory is visited once, so links
 that loop are harmless. A path named on the command line is always linted, even if it
-matches an exclude glob or does not end in ``.py`` (unless ``force_exclude``).
+matches an exclude glob or does not end in ``.py`` (unless ``force_exclude``). With
+``respect_gitignore`` a walk also leaves out what ignore files ignore (``ignorefiles``).
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ another file's findings use: a ``noqa`` at a write in ``models.py`` that only a 
 analysis reports counts as unused when ``models.py`` is linted. Not reported with
 flake8's ``--disable-noqa`` or in a file with a syntax error.
 
+A file-level ``# gradguard: noqa`` (``noqa.file_exemption``) is read here as in ``check``;
+flake8 reads its own ``# flake8: noqa`` and skips the file.
+
 GG001 (syntax error) is never yielded: flake8 reports E999 for the same file itself.
 GG002 cannot occur, since flake8 decodes the file before calling the plugin.
 """
