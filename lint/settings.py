@@ -329,6 +329,8 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
         f"  # {exclude_origin}",
         f"extend-exclude = {_show(extend_exclude)}  # {extend_exclude_origin}",
         f"force-exclude = {_show(options.force_exclude)}",
+        f"respect-gitignore = {_show(options.respect_gitignore)}  # .ignore; in a git "
+        "repository, .gitignore and .git/info/exclude",
         f"excluded = {_show(finder.excluded(os.path.abspath(path)))}  # whether a walk of a "
         "directory above it skips it",
         "", "# noqa",

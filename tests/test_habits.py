@@ -219,6 +219,8 @@ def test_gitignore_is_respected_in_a_git_repository(project):
     assert linted("d") == ["d/w.py"]  # the ignore files above the walk's root count
     assert len(linted("--no-respect-gitignore")) == 7
     assert linted("notes.py", "d/e/z.py") == ["d/e/z.py", "notes.py"]  # named: linted
+    shown = gg("check", "--show-settings", "--no-respect-gitignore", "a.py").stdout
+    assert "respect-gitignore = false" in shown
 
 
 def test_dot_ignore_outranks_gitignore_and_counts_outside_git(project):
