@@ -4,7 +4,7 @@ under torch, run the language ``server``, ``clean`` the cache. Only the commands
 options and help live here.
 
 ``check`` turns its options into a ``CheckOptions`` (``gradguard.options``) and hands it
-to ``gradguard.run``: the settings of each file (``gradguard.settings``), the files
+to ``gradguard.run`` (through ``gradguard.watch`` with ``--watch``): the settings of each file (``gradguard.settings``), the files
 linted (``gradguard.linting``), the report on stdout (or ``--output-file``) and a
 summary on stderr. Exit status: 0 no findings, 1 findings, 2 usage or configuration
 error, missing or unreadable path, a report that cannot be written, internal error.
@@ -28,8 +28,8 @@ from gradguard.options import (DEBOUNCE, DEFAULTS, EXIT_ERROR, EXIT_FINDINGS, EX
                                EXIT_TIMEOUT, CheckOptions, Fatal, echo_error)
 from gradguard.files import read_file
 from gradguard.run import run_check
-from gradguard.watch import watch_check
 from gradguard.settings import Resolver, load_config
+from gradguard.watch import watch_check
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
