@@ -103,7 +103,7 @@ def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
     """``path:line:col: CODE message``; with ``show_source``, the line and a caret too."""
     for finding in findings:
         yield finding.format()
-        lines = sources.get(finding.path, ())
+        lines = _lines_of(finding, sources)
         if show_source and 1 <= finding.line <= len(lines):
             line = lines[finding.line - 1]
             indent = "".join(c if c.isspace() else " " for c in line[: finding.col - 1])
@@ -116,7 +116,8 @@ def pylint_lines(findings: Sequence[Finding]) -> Iterator[str]:
     one line each (a line break in a message is written ``\\n``)."""
     for f in findings:
         message = re.sub(r"\r\n|\r|\n", r"\\n", f"{f.message}{_verdict(f)}")
-        yield f"{f.path}:{f.line}: [{f.code}] {message}"
+        cell = f"cell {f.cell}:" if f.cell is not None else ""
+        yield f"{f.path}:{cell}{f.line}: [{f.code}] {message}"
 
 
 # --- full: each finding with its source and its fix -------------------------------------
@@ -138,13 +139,13 @@ def full_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
             yield ""
         safe = " [*]" if f.fix is not None and f.fix.safe else ""
         yield f"{f.code}{safe} {f.message}{_verdict(f)}"
-        lines = sources.get(f.path) or ()
+        lines = _lines_of(f, sources)
         snippet = list(_snippet(f, lines))
         width = max([len(str(n)) for n, _ in snippet if n] or [1])
         if f.fix is not None:
             diff = _fix_diff(f.fix, lines)
             width = max([width] + [len(str(n)) for _, n, _ in diff if n])
-        yield f"{' ' * width}--> {f.path}:{f.line}:{f.col}"
+        yield f"{' ' * width}--> {f.path}:{f.position}"
         gutter = " " * (width + 1) + "|"
         if snippet:
             yield gutter
@@ -292,10 +293,19 @@ def _fits(edit: Edit, lines: Sequence[str]) -> bool:
             and (edit.line, edit.col) <= (edit.end_line, edit.end_col))
 
 
+def _lines_of(finding: Finding, sources: Mapping[str, Sequence[str]]) -> Sequence[str]:
+    """The lines of the finding's file (of its cell, in a notebook)."""
+    lines = sources.get(finding.path) or ()
+    if isinstance(lines, Mapping):  # a notebook's, by cell
+        return lines.get(finding.cell) or ()
+    return lines
+
+
 def to_json(findings: Sequence[Finding]) -> str:
     """A JSON list of ``{path, line, col, end_line, end_col, code, name, message, fix}``
     objects (``fix``: null, or its message, applicability and edits; ``verdict`` when
-    ``--verify`` judged the finding). Lines and columns are 1-based, ends excluded."""
+    ``--verify`` judged the finding; ``cell`` in a notebook, whose lines are the cell's,
+    as ruff's). Lines and columns are 1-based, ends excluded."""
     names = _names()
     return json.dumps(
         [
@@ -303,6 +313,7 @@ def to_json(findings: Sequence[Finding]) -> str:
              "end_line": f.end_line or f.line, "end_col": f.end_col or f.col,
              "code": f.code, "name": names.get(f.code, ""), "message": f.message,
              "fix": _fix_json(f.fix),
+             **({"cell": f.cell} if f.cell is not None else {}),
              **({"verdict": f.verdict} if f.verdict else {})}
             for f in findings
         ],
@@ -351,8 +362,11 @@ def to_sarif(findings: Sequence[Finding]) -> str:
         }
         if f.fix is not None:
             result["fixes"] = [_sarif_fix(f.path, f.fix)]
-        if f.verdict:
-            result["properties"] = {"verdict": f.verdict}
+        properties = {"verdict": f.verdict} if f.verdict else {}
+        if f.cell is not None:  # a notebook's: the lines are the cell's
+            properties["cell"] = f.cell
+        if properties:
+            result["properties"] = properties
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -505,7 +519,8 @@ def to_junit(findings: Sequence[Finding]) -> str:
                                  column=str(f.col))
             message = _xml_text(f"{f.message}{_verdict(f)}")
             failure = ET.SubElement(case, "failure", message=message, type=f.code)
-            failure.text = f"line {f.line}, col {f.col}, {message}"
+            cell = f"cell {f.cell}, " if f.cell is not None else ""
+            failure.text = f"{cell}line {f.line}, col {f.col}, {message}"
     if not by_path:
         suite = ET.SubElement(root, "testsuite", name="gradguard", tests="1", failures="0",
                               errors="0", skipped="0")
