@@ -91,8 +91,8 @@ class Notebook:
         try:
             document = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise NotebookError(f"not valid JSON ({error.msg} at line {error.lineno} "
-                                f"column {error.colno})", error.lineno, error.colno) from None
+            raise NotebookError(f"not valid JSON ({error.msg})", error.lineno,
+                                error.colno) from None
         cells = document.get("cells") if isinstance(document, dict) else None
         if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
             raise NotebookError("no list of cells (not an nbformat 4 notebook)")
@@ -144,6 +144,11 @@ class Notebook:
         """A line of the Python text as a message cites it: ``4 of cell 2``."""
         cell = self.cell_at(line)
         return f"{line - cell.first_line + 1} of cell {cell.number}" if cell else str(line)
+
+    def position(self, line: int) -> str:
+        """A line of the Python text as a report names it: ``cell 2:4``."""
+        cell = self.cell_at(line)
+        return f"cell {cell.number}:{line - cell.first_line + 1}" if cell else str(line)
 
     def python_line(self, cell_number: int, line: int) -> Optional[int]:
         """The Python text's line of line ``line`` of cell ``cell_number``."""
@@ -236,11 +241,11 @@ def python_of(text: str) -> tuple[str, tuple[str, ...]]:
     if lines[-1] == "" and len(lines) > 1:
         lines.pop()  # the text ended with a newline
     magic_lines = _ipython_lines(lines)
+    whole_cell = len(magic_lines) == len(lines) and _cell_magic(lines) is not None
     python, magics = [], []
     for number, line in enumerate(lines):
-        if number in magic_lines:
-            indent = line[:len(line) - len(line.lstrip())]
-            python.append(indent + MAGIC_PLACEHOLDER)
+        if number in magic_lines:  # a non-Python cell's lines all at the margin
+            python.append(("" if whole_cell else _indent(line)) + MAGIC_PLACEHOLDER)
             magics.append(line)
         else:
             python.append(line)
@@ -249,10 +254,9 @@ def python_of(text: str) -> tuple[str, tuple[str, ...]]:
 
 def _ipython_lines(lines: list[str]) -> set[int]:
     """The indexes of the lines written in IPython's syntax rather than Python's."""
-    first = lines[0].lstrip() if lines else ""
-    if first.startswith("%%"):
-        name = first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""
-        return {0} if name in PYTHON_CELL_MAGICS else set(range(len(lines)))
+    magic = _cell_magic(lines)
+    if magic is not None:
+        return {0} if magic in PYTHON_CELL_MAGICS else set(range(len(lines)))
     found: set[int] = set()
     in_string = continued = False
     for number, line in enumerate(lines):
@@ -266,6 +270,18 @@ def _ipython_lines(lines: list[str]) -> set[int]:
     return found
 
 
+def _cell_magic(lines: Sequence[str]) -> Optional[str]:
+    """The name of the cell magic (``%%time``: ``time``) the cell starts with, if any."""
+    first = lines[0].lstrip() if lines else ""
+    if not first.startswith("%%"):
+        return None
+    return first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
 def _with_magics(python: str, magics: Sequence[str]) -> str:
     """Fixed cell text with its placeholders replaced by the IPython lines again (at the
     placeholder's indentation now, should a fix have moved it)."""
@@ -274,8 +290,8 @@ def _with_magics(python: str, magics: Sequence[str]) -> str:
     if len(placeholders) != len(magics):
         raise NotebookError("a fix changed a cell's IPython lines")
     for index, magic in zip(placeholders, magics):
-        indent = lines[index][:len(lines[index]) - len(lines[index].lstrip())]
-        lines[index] = indent + magic.lstrip()
+        indent = _indent(lines[index])
+        lines[index] = magic if _indent(magic) == indent else indent + magic.lstrip()
     return "\n".join(lines)
 
 
