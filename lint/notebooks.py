@@ -243,9 +243,13 @@ def python_of(text: str) -> tuple[str, tuple[str, ...]]:
     magic_lines = _ipython_lines(lines)
     whole_cell = len(magic_lines) == len(lines) and _cell_magic(lines) is not None
     python, magics = [], []
+    indent, continued = "", False
     for number, line in enumerate(lines):
         if number in magic_lines:  # a non-Python cell's lines all at the margin
-            python.append(("" if whole_cell else _indent(line)) + MAGIC_PLACEHOLDER)
+            if not continued:  # a continuation line: at its magic's indentation
+                indent = "" if whole_cell else _indent(line)
+            continued = line.endswith("\\")
+            python.append(indent + MAGIC_PLACEHOLDER)
             magics.append(line)
         else:
             python.append(line)
