@@ -93,20 +93,24 @@ class Outcome:
 
 def lint_source(path: str, source: bytes | str, plan: Plan,
                 noqa_elsewhere: Collection[tuple[str, str]] = (),
-                session: Optional["Session"] = None) -> Outcome:
+                session: Optional["Session"] = None,
+                imports_from: Optional[str] = None) -> Outcome:
     """Lint one file's bytes (or text, as an editor holds it); apply selection,
     per-file-ignores and ``noqa``. ``noqa_elsewhere``: the file's ``noqa`` codes (by
     ``noqa_key``) that other files' findings used, which GG900 does not report.
     ``session``: the checker's (default: this process's). A notebook (``.ipynb``) is
-    linted as the Python text of its code cells, its findings placed in their cells."""
+    linted as the Python text of its code cells, its findings placed in their cells.
+    ``imports_from``: the file imports resolve from when ``path`` is none on disk (an
+    editor's unsaved buffer)."""
     if not notebooks.is_notebook(path):
-        return lint_code(path, source, plan, noqa_elsewhere, session)
+        return lint_code(path, source, plan, noqa_elsewhere, session,
+                         imports_from=imports_from)
     try:
         notebook = notebooks.Notebook.read(source)
     except notebooks.NotebookError as error:
         return Outcome(path, [error.finding(path)], [] if plan.keep_lines else None)
     outcome = lint_code(path, notebook.python, plan, noqa_elsewhere, session,
-                        notebook.cited_line)
+                        notebook.cited_line, imports_from)
     outcome.findings = notebook.place(outcome.findings, path)
     if outcome.lines is not None:
         outcome.lines = notebook.cell_lines()
@@ -126,7 +130,8 @@ def display_lines(path: str, source: bytes | str) -> Union[list[str], dict[int, 
 def lint_code(path: str, source: bytes | str, plan: Plan,
               noqa_elsewhere: Collection[tuple[str, str]] = (),
               session: Optional["Session"] = None,
-              cited_line: Callable[[int], str] = str) -> Outcome:
+              cited_line: Callable[[int], str] = str,
+              imports_from: Optional[str] = None) -> Outcome:
     """``lint_source`` of Python code (a notebook's too: its Python text, its findings
     at the lines of that text; ``cited_line`` names them in messages)."""
     from gradguard.checker import check_source  # noqa: PLC0415 - libcst: not for a cached run
@@ -136,7 +141,7 @@ def lint_code(path: str, source: bytes | str, plan: Plan,
         findings = []
         lines = []
         raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
-                           session, cited_line=cited_line)
+                           session, cited_line=cited_line, imports_from=imports_from)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)
