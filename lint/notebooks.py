@@ -32,7 +32,7 @@ MAGIC_PLACEHOLDER = "pass  # gradguard: IPython syntax"
 # Cell magics whose body is Python run in the notebook's namespace: the body is linted
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
-_MAGIC_LINE = re.compile(r"\s*(?:[%!?]|[\w.]+\?{1,2}\s*$)")
+_MAGIC_LINE = re.compile(r"\s*(?:[%!?]|[\w.*]+\?{1,2}\s*$)")  # ``torch.*Tensor?`` too
 _MAGIC_ASSIGNMENT = re.compile(r"\s*[\w.,\[\]\s]+?\s*=\s*[%!]")
 _TRIPLE_QUOTE = re.compile(r"'''|\"\"\"")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -62,6 +62,7 @@ class CodeCell:
     python: str  # as the engine sees it: IPython syntax replaced, ending with a newline
     magics: tuple[str, ...]  # the lines the placeholders stand for, in order
     first_line: int  # its first line in the Python text (1-based)
+    margin: str = ""  # the indentation of its first line, which IPython takes off each line
 
     @property
     def line_count(self) -> int:
@@ -102,8 +103,9 @@ class Notebook:
                 if cell.get("cell_type") != "code":
                     continue
                 text = _joined(cell.get("source", ""), number)
-                python, magics = python_of(text)
-                code_cells.append(CodeCell(number, text, python, magics, line))
+                margin, dedented = _without_margin(text)
+                python, magics = python_of(dedented)
+                code_cells.append(CodeCell(number, text, python, magics, line, margin))
                 line += python.count("\n") + 1
         return cls(raw, document, code_cells)
 
@@ -123,11 +125,14 @@ class Notebook:
         if cell is None:  # a boundary line: nothing is ever reported there
             return replace(finding, fix=None)
         offset = cell.first_line - 1
-        end_line = finding.end_line
+        line, end_line, end_col = finding.line - offset, finding.end_line, finding.end_col
         if end_line is not None:
             end_line = min(end_line, cell.first_line + cell.line_count - 1) - offset
-        return replace(finding, cell=cell.number, line=finding.line - offset,
-                       end_line=end_line, fix=self._placed_fix(finding.fix, cell))
+        return replace(finding, cell=cell.number, line=line,
+                       col=finding.col + _margin_at(cell, line),
+                       end_line=end_line,
+                       end_col=end_col + _margin_at(cell, end_line) if end_col else end_col,
+                       fix=self._placed_fix(finding.fix, cell))
 
     def _placed_fix(self, fix: Optional[Fix], cell: CodeCell) -> Optional[Fix]:
         if fix is None:
@@ -136,9 +141,14 @@ class Notebook:
         if not all(edit.line in inside and edit.end_line in inside for edit in fix.edits):
             return None
         offset = cell.first_line - 1
-        return replace(fix, edits=tuple(
-            Edit(e.line - offset, e.col, e.end_line - offset, e.end_col, e.content)
-            for e in fix.edits), holds_back=())
+
+        def placed(edit: Edit) -> Edit:
+            line, end_line = edit.line - offset, edit.end_line - offset
+            return Edit(line, edit.col + _margin_at(cell, line), end_line,
+                        edit.end_col + _margin_at(cell, end_line),
+                        edit.content.replace("\n", "\n" + cell.margin))
+
+        return replace(fix, edits=tuple(map(placed, fix.edits)), holds_back=())
 
     def cited_line(self, line: int) -> str:
         """A line of the Python text as a message cites it: ``4 of cell 2``."""
@@ -176,7 +186,7 @@ class Notebook:
                 piece += "\n"  # the split took it
             if piece == cell.python:
                 continue
-            source = _with_magics(piece, cell.magics)
+            source = _with_margin(_with_magics(piece, cell.magics), cell.margin)
             if not cell.source.endswith("\n"):
                 source = source.removesuffix("\n")
             changed.append((cell, source))
@@ -231,6 +241,33 @@ def _joined(source, number: int) -> str:
 
 
 # --- IPython syntax --------------------------------------------------------------------
+
+
+def _without_margin(text: str) -> tuple[str, str]:
+    """IPython's ``leading_indent``: a cell whose first line is indented runs with that
+    indentation (the margin) taken off every line that starts with it. Returns the
+    margin and the text without it."""
+    lines = text.split("\n")
+    margin = _indent(lines[0])
+    if not margin:
+        return "", text
+    return margin, "\n".join(line[len(margin):] if line.startswith(margin) else line
+                             for line in lines)
+
+
+def _with_margin(text: str, margin: str) -> str:
+    """Fixed cell text with the margin put back on every line that is not empty."""
+    return "\n".join(margin + line if line else line for line in text.split("\n")) \
+        if margin else text
+
+
+def _margin_at(cell: CodeCell, line: Optional[int]) -> int:
+    """The columns the margin took from the cell's line ``line`` (1-based)."""
+    if not cell.margin or line is None:
+        return 0
+    lines = cell.source.split("\n")
+    return len(cell.margin) if 0 < line <= len(lines) and lines[line - 1].startswith(
+        cell.margin) else 0
 
 
 def python_of(text: str) -> tuple[str, tuple[str, ...]]:

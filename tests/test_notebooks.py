@@ -63,6 +63,22 @@ def test_ipython_lines_become_one_placeholder_each():
     compile(python, "<cell>", "exec")
 
 
+def test_wildcard_help_is_ipython():
+    assert notebooks.python_of("torch.*Tensor?\n")[0] == MAGIC_PLACEHOLDER + "\n"
+
+
+def test_an_indented_cell_runs_dedented_as_in_ipython(project):
+    """IPython takes the first line's indentation off every line (``leading_indent``):
+    such a cell is no syntax error, its columns are the notebook's, a fix keeps it."""
+    path = project("train.ipynb", notebook_json(SETUP, [" w.add_(1)\n", " w.sum()"]))
+    [finding] = findings(gg("check", "--no-cache", "--format", "json", "train.ipynb"))
+    assert (finding["code"], finding["cell"], finding["line"], finding["col"],
+            finding["end_col"]) == ("GG101", 3, 1, 2, 11)
+    assert gg("check", "--no-cache", "--fix", "train.ipynb").exit_code == 0
+    assert json.loads(path.read_text(encoding="utf-8"))["cells"][2]["source"] == [
+        " with torch.no_grad():\n", "     w.add_(1)\n", " w.sum()"]
+
+
 def test_a_string_that_looks_like_a_magic_is_left_alone():
     text = 'doc = """\n%not a magic\n"""\n'
     assert notebooks.python_of(text) == (text, ())
