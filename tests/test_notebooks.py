@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -230,3 +231,10 @@ def test_add_noqa_writes_into_the_cell(project):
     assert _changed_lines(before, path.read_text(encoding="utf-8")) == [
         '+"w.add_(1)  # noqa: GG101\\n",', '-"w.add_(1)\\n",']
     assert gg("check", "--no-cache", "train.ipynb").exit_code == 0
+
+
+def test_the_pre_commit_hooks_declare_notebooks():
+    yaml = pytest.importorskip("yaml")  # pre-commit's own dependency, not gradguard's
+    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    assert hooks and all(set(hook["types_or"]) == {"python", "jupyter"} and "types" not in hook
+                         for hook in hooks)
