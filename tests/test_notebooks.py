@@ -233,6 +233,12 @@ def test_add_noqa_writes_into_the_cell(project):
     assert gg("check", "--no-cache", "train.ipynb").exit_code == 0
 
 
+def test_explain_says_it_does_not_read_notebooks(project):
+    project("train.ipynb", notebook_json(SETUP, TRAIN))
+    result = gg("explain", "train.ipynb:3")
+    assert result.exit_code == 2 and "explain reads Python files, not notebooks" in result.stderr
+
+
 def test_the_pre_commit_hooks_declare_notebooks():
     yaml = pytest.importorskip("yaml")  # pre-commit's own dependency, not gradguard's
     hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
