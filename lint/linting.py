@@ -331,8 +331,9 @@ def _lint_chunk(work: Sequence[tuple[str, Plan]], cache: Optional[Cache]) -> lis
 def _lint_in_run(path: str, plan: Plan, cache: Optional[Cache], alone: bool) -> Outcome:
     """``lint_path``; a large file (``memory.is_large``) in a process of its own unless it
     is the run's only file: a process that held its tree stays large for the files after
-    (Python keeps what it freed in pieces), and torch's largest tree alone is 0.8 GB."""
-    if alone or not memory.is_large(_size(path)):
+    (Python keeps what it freed in pieces), and torch's largest tree alone is 0.8 GB. A
+    notebook's size is mostly its outputs: its code is judged by ``check_source``."""
+    if alone or notebooks.is_notebook(path) or not memory.is_large(_size(path)):
         return lint_path(path, plan, cache)
     return lint_path_apart(path, plan, cache)
 

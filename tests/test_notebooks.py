@@ -233,6 +233,16 @@ def test_add_noqa_writes_into_the_cell(project):
     assert gg("check", "--no-cache", "train.ipynb").exit_code == 0
 
 
+def test_a_notebook_large_with_outputs_is_linted_in_the_run(project, monkeypatch):
+    """Its bytes are mostly outputs: not a large file to lint in a process of its own."""
+    document = json.loads(notebook_json(SETUP, TRAIN))
+    document["cells"][1]["outputs"][0]["text"] = ["x" * 100 + "\n"] * 10_000  # 1 MB
+    project("train.ipynb", json.dumps(document))
+    project("other.py", "import torch\n")
+    monkeypatch.setattr(linting, "lint_path_apart", lambda *_: pytest.fail("spawned"))
+    assert gg("check", "--no-cache", "--jobs", "1", ".").exit_code == 1
+
+
 def test_explain_says_it_does_not_read_notebooks(project):
     project("train.ipynb", notebook_json(SETUP, TRAIN))
     result = gg("explain", "train.ipynb:3")
