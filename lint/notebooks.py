@@ -14,6 +14,7 @@ included, from 1 (``train.ipynb:cell 3:4:1``).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, replace
@@ -211,7 +212,7 @@ class Notebook:
         return text
 
     def _check_written(self, text: str, changed: Mapping[int, str]) -> None:
-        expected = json.loads(self.raw)
+        expected = copy.deepcopy(self.document)
         for number, source in changed.items():
             expected["cells"][number - 1]["source"] = source
         written = json.loads(text)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cli_helpers import file_writer, gg
 from gradguard import linting, notebooks
+from gradguard.findings import Finding
 from gradguard.notebooks import MAGIC_PLACEHOLDER, Notebook, NotebookError
 
 SETUP = ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n",
@@ -99,6 +101,13 @@ def test_lines_map_back_to_cells_counted_among_all_cells():
     assert notebook.python.splitlines()[first_of_train - 1] == "w.add_(1)"
     assert notebook.position(first_of_train) == "cell 3:1"
     assert notebook.cited_line(4) == "4 of cell 2"
+
+
+def test_findings_sort_by_cell_before_line():
+    later_cell = Finding("train.ipynb", 1, 1, "GG101", "m", cell=3)
+    earlier_cell = Finding("train.ipynb", 5, 1, "GG101", "m", cell=2)
+    assert sorted([later_cell, earlier_cell]) == [earlier_cell, later_cell]
+    assert later_cell != replace(later_cell, cell=2)
 
 
 def test_a_notebook_in_another_language_has_no_python():
