@@ -166,6 +166,8 @@ def _record(finding: Finding) -> dict:
               "end_line": finding.end_line, "end_col": finding.end_col}
     if finding.mirror_of is not None:
         record["mirror_of"] = list(finding.mirror_of)
+    if finding.cell is not None:
+        record["cell"] = finding.cell
     if finding.fix is not None:
         record["fix"] = {"message": finding.fix.message,
                          "applicability": finding.fix.applicability,
@@ -184,4 +186,5 @@ def _finding(record: dict) -> Finding:
     mirror_of = record.get("mirror_of")
     return Finding(record["path"], record["line"], record["col"], record["code"],
                    record["message"], end_line=record["end_line"], end_col=record["end_col"],
-                   fix=fix, mirror_of=tuple(mirror_of) if mirror_of else None)
+                   fix=fix, mirror_of=tuple(mirror_of) if mirror_of else None,
+                   cell=record.get("cell"))

@@ -14,7 +14,7 @@ import sys
 import threading
 import traceback
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -46,11 +46,17 @@ def check_source(
     options: Optional[Mapping[str, Mapping[str, object]]] = None,
     session: Optional["Session"] = None,
     trace: Optional[Trace] = None,
+    cited_line: Callable[[int], str] = str,
+    imports_from: Optional[str] = None,
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
     ``session``: what the checks share (default: this process's, ``process_session``).
-    ``trace``: what ``gradguard explain`` watches the analysis with (``gradguard.trace``)."""
+    ``trace``: what ``gradguard explain`` watches the analysis with (``gradguard.trace``).
+    ``cited_line``: how a message writes a line of this file it cites (a notebook's
+    Python text names its lines by cell). ``imports_from``: where imports resolve from
+    when ``path`` is no file on disk (an editor's unsaved buffer: a path in its
+    workspace folder)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     if session is None:
@@ -58,7 +64,8 @@ def check_source(
     _make_room(len(source), session.project)
     with session.collector:
         return _on_deep_stack(
-            lambda: _check(source, path, rules, debug, options, session, trace))
+            lambda: _check(source, path, rules, debug, options, session, trace, cited_line,
+                           imports_from))
 
 
 # Memory: the modules imports led to are kept for the files after (each with its tree).
@@ -158,7 +165,8 @@ def _compiles(text: str, path: str) -> bool:
 
 
 def _check(source, path, rules, debug, options, session: Session,
-           trace: Optional[Trace] = None) -> list[Finding]:
+           trace: Optional[Trace] = None, cited_line: Callable[[int], str] = str,
+           imports_from: Optional[str] = None) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -168,7 +176,7 @@ def _check(source, path, rules, debug, options, session: Session,
         text = source
     if SCREEN and "torch" not in text and _compiles(text, path):
         return []  # no name can resolve to torch: no rule has evidence (and it parses)
-    disk_path, project, last = on_disk(path), session.project, session.last_parse
+    disk_path, project, last = on_disk(path) or imports_from, session.project, session.last_parse
     known = project.parsed(disk_path, text) if disk_path is not None else None
     if known is not None:  # a file linted before imported it: its tree is parsed already
         module, positions = known.module, known.positions
@@ -203,7 +211,8 @@ def _check(source, path, rules, debug, options, session: Session,
         place = interpreter.place
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
-    return _place(place, positions, path, raw, Source(module, positions, text)) + [
+    return _place(place, positions, path, raw, Source(module, positions, text),
+                  cited_line, disk_path) + [
         Finding(path, 1, 1, INTERNAL_ERROR,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
@@ -211,12 +220,14 @@ def _check(source, path, rules, debug, options, session: Session,
 
 
 def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
-           source: Optional[Source] = None) -> list[Finding]:
+           source: Optional[Source] = None, cited_line: Callable[[int], str] = str,
+           here: Optional[str] = None) -> list[Finding]:
     """Turn node-anchored reports into positioned findings (positions only when needed).
     A report at a node of an imported module (the write inside ``models.py`` that a
     caller's backward trips over) is a finding of that module's file (without a fix:
     the fix is that file's to offer when it is linted), mirrored at the call in this
-    file that led there (``mirrored``)."""
+    file that led there (``mirrored``). ``here``: the file the engine analysed the
+    text as (the lines its messages cite are ``cited_line``'s)."""
     findings = set()
     for node, code, message, rewrite, site in raw:
         try:
@@ -227,19 +238,21 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
             at, line, column = place(node)
             elsewhere = Finding(display_path(at), line, column + 1, code, render(message, at))
             findings.add(elsewhere)
-            mirror = mirrored(elsewhere, message, site, positions, path)
+            mirror = mirrored(elsewhere, message, site, positions, path, cited_line, here)
             if mirror is not None:
                 findings.add(mirror)
             continue
         fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
         findings.add(Finding(path, where.start.line, where.start.column + 1, code,
-                             render(message, on_disk(path)), end_line=where.end.line,
+                             render(message, here, cited_line),
+                             end_line=where.end.line,
                              end_col=where.end.column + 1, fix=fix))
     return sorted(findings)
 
 
 def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
-             path: str) -> Optional[Finding]:
+             path: str, cited_line: Callable[[int], str] = str,
+             here: Optional[str] = None) -> Optional[Finding]:
     """``elsewhere`` (a finding in another file) repeated at ``site``, the call in this
     file that led to it, for hosts that lint one file at a time (flake8, pre-commit on
     changed files): the message names the other file's place, ``mirror_of`` holds it.
@@ -252,7 +265,8 @@ def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
         return None
     there = f"{_relative(elsewhere.path, path)}:{elsewhere.line}"
     return Finding(path, call.start.line, call.start.column + 1, elsewhere.code,
-                   f"in {there} (reached from this call): {render(message, on_disk(path))}",
+                   f"in {there} (reached from this call): "
+                   f"{render(message, here, cited_line)}",
                    end_line=call.end.line, end_col=call.end.column + 1,
                    mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col))
 

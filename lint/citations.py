@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 _MARKER = re.compile("\x00(\\d+)\x1f([^\x00]*)\x00")
 
@@ -21,8 +21,10 @@ def cite(path: Optional[str], line: int) -> str:
     return f"\x00{line}\x1f{path or ''}\x00"
 
 
-def render(message: str, path: Optional[str]) -> str:
-    """``message`` with each cited line written relative to the file at ``path``."""
+def render(message: str, path: Optional[str],
+           own_line: Callable[[int], str] = str) -> str:
+    """``message`` with each cited line written relative to the file at ``path``;
+    ``own_line`` writes a line of that file (a notebook's: ``4 of cell 2``)."""
     if "\x00" not in message:
         return message
     here = _same_file_key(path)
@@ -30,7 +32,7 @@ def render(message: str, path: Optional[str]) -> str:
     def written(match: re.Match) -> str:
         line, cited = match.group(1), match.group(2)
         if not cited or _same_file_key(cited) == here:
-            return line
+            return own_line(int(line))
         return f"{line} of {os.path.basename(cited)}"
 
     return _MARKER.sub(written, message)

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import click
 
-from gradguard import __version__, report, ruledoc, style
+from gradguard import __version__, notebooks, report, ruledoc, style
 from gradguard import cache as cache_module
 from gradguard.files import DEFAULT_EXCLUDE, display_path
 from gradguard.options import (DEBOUNCE, DEFAULTS, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK,
@@ -329,6 +329,10 @@ def explain(context: click.Context, target: Optional[str], all_rules: bool,
     if output_format not in explain_module.FORMATS:
         raise click.BadParameter("FILE:LINE is explained as text or json", param_hint="--format")
     path, line = location
+    if notebooks.is_notebook(path):
+        raise click.BadParameter("explain reads Python files, not notebooks: export the "
+                                 "notebook (`jupyter nbconvert --to script`) and explain a "
+                                 "line of that", param_hint="FILE:LINE")
     try:
         source = read_file(path)
     except OSError as error:

@@ -28,6 +28,7 @@ DEFAULT_EXCLUDE = (
     ".nox", ".eggs", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache",
 )
 STDIN = "-"
+LINTED_SUFFIXES = (".py", ".ipynb")  # what a directory walk lints: Python and notebooks
 _SPLIT = re.compile(r"\s*,\s*")
 
 
@@ -210,7 +211,8 @@ class Discovery:
 
 @dataclass
 class FileFinder:
-    """Expands paths into ``.py`` files, skipping those that match the exclude globs."""
+    """Expands paths into ``.py`` files and notebooks (``.ipynb``), skipping those that
+    match the exclude globs."""
 
     exclude: Sequence[str] = DEFAULT_EXCLUDE
     roots: Sequence[str] = ()  # directories relative exclude globs are resolved against
@@ -263,10 +265,6 @@ class FileFinder:
                 # a FIFO would block the read forever; a device or a socket is no source
                 found.errors.append(f"{path}: not a regular file (a FIFO, socket or device)")
                 continue
-            if path.endswith(".ipynb"):
-                found.skipped.append(f"{path}: notebooks are not linted; lint the code "
-                                     "`jupyter nbconvert --to script` exports from it")
-                continue
             candidates = (
                 self._walk(path, seen_dirs, found.errors) if os.path.isdir(path) else [path]
             )
@@ -299,7 +297,7 @@ class FileFinder:
                 if entry.is_dir(follow_symlinks=False):
                     if not self.excluded(path) and not self._ignored_by_files(path, True):
                         yield from self._walk(path, seen, errors)
-                elif entry.name.endswith(".py") and entry.is_file() \
+                elif entry.name.endswith(LINTED_SUFFIXES) and entry.is_file() \
                         and not self.excluded(path) \
                         and not self._ignored_by_files(path, False):  # others: no match
                     yield path

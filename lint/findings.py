@@ -39,10 +39,13 @@ class Fix:
         return self.applicability == SAFE
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Finding:
     """A problem reported at ``path:line:col`` (both 1-based, as flake8 prints them),
-    spanning to ``end_line:end_col`` (the end excluded) where the node is known."""
+    spanning to ``end_line:end_col`` (the end excluded) where the node is known. In a
+    notebook, ``cell`` is the cell's number and the lines are the cell's
+    (``path:cell N:line:col``, as ruff writes it). Findings sort by path, cell, line,
+    column, code, message and verdict."""
 
     path: str
     line: int
@@ -57,10 +60,33 @@ class Finding:
     # (path, line, col) in another file (``checker``: a write in ``models.py`` that a
     # call in ``train.py`` makes fail is also reported at that call).
     mirror_of: Optional[tuple[str, int, int]] = field(default=None, compare=False)
+    cell: Optional[int] = None  # a notebook's cell (1-based, among all its cells)
+
+    @property
+    def position(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{cell}{self.line}:{self.col}"
 
     def format(self) -> str:
         verdict = f" [{self.verdict}]" if self.verdict else ""
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{verdict}"
+        return f"{self.path}:{self.position}: {self.code} {self.message}{verdict}"
+
+    def _order(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.col, self.code, self.message,
+                self.verdict or "")
+
+    def __lt__(self, other: "Finding") -> bool:
+        return self._order() < other._order()
+
+    def __le__(self, other: "Finding") -> bool:
+        return self._order() <= other._order()
+
+    def __gt__(self, other: "Finding") -> bool:
+        return self._order() > other._order()
+
+    def __ge__(self, other: "Finding") -> bool:
+        return self._order() >= other._order()
 
 
 def without_orphan_mirrors(findings: list[Finding]) -> list[Finding]:

@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Collection, Optional, Sequence, Union
 
-from gradguard import memory, progress, selection
+from gradguard import memory, notebooks, progress, selection
 from gradguard.cache import Cache
 from gradguard.files import matches_any, read_file
 from gradguard.findings import DIAGNOSTICS, INTERNAL_ERROR, Finding, without_orphan_mirrors
@@ -89,7 +89,8 @@ class Outcome:
 
     path: str
     findings: list[Finding]
-    lines: Optional[list[str]] = None  # only with Plan.keep_lines and findings
+    # only with Plan.keep_lines and findings; a notebook's: each code cell's, by number
+    lines: Optional[Union[list[str], dict[int, list[str]]]] = None
     error: Optional[str] = None
     # the noqa codes that suppressed a finding: (path, noqa_key, code), for GG900
     noqa_used: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
@@ -97,11 +98,47 @@ class Outcome:
 
 def lint_source(path: str, source: bytes | str, plan: Plan,
                 noqa_elsewhere: Collection[tuple[str, str]] = (),
-                session: Optional["Session"] = None) -> Outcome:
+                session: Optional["Session"] = None,
+                imports_from: Optional[str] = None) -> Outcome:
     """Lint one file's bytes (or text, as an editor holds it); apply selection,
     per-file-ignores and ``noqa``. ``noqa_elsewhere``: the file's ``noqa`` codes (by
     ``noqa_key``) that other files' findings used, which GG900 does not report.
-    ``session``: the checker's (default: this process's)."""
+    ``session``: the checker's (default: this process's). A notebook (``.ipynb``) is
+    linted as the Python text of its code cells, its findings placed in their cells.
+    ``imports_from``: the file imports resolve from when ``path`` is none on disk (an
+    editor's unsaved buffer)."""
+    if not notebooks.is_notebook(path):
+        return lint_code(path, source, plan, noqa_elsewhere, session,
+                         imports_from=imports_from)
+    try:
+        notebook = notebooks.Notebook.read(source)
+    except notebooks.NotebookError as error:
+        return Outcome(path, [error.finding(path)], [] if plan.keep_lines else None)
+    outcome = lint_code(path, notebook.python, plan, noqa_elsewhere, session,
+                        notebook.cited_line, imports_from)
+    outcome.findings = notebook.place(outcome.findings, path)
+    if outcome.lines is not None:
+        outcome.lines = notebook.cell_lines()
+    return outcome
+
+
+def display_lines(path: str, source: bytes | str) -> Union[list[str], dict[int, list[str]]]:
+    """The lines a report shows of a file: a notebook's by cell (``Outcome.lines``)."""
+    if not notebooks.is_notebook(path):
+        return source_lines(source)
+    try:
+        return notebooks.Notebook.read(source).cell_lines()
+    except notebooks.NotebookError:
+        return []
+
+
+def lint_code(path: str, source: bytes | str, plan: Plan,
+              noqa_elsewhere: Collection[tuple[str, str]] = (),
+              session: Optional["Session"] = None,
+              cited_line: Callable[[int], str] = str,
+              imports_from: Optional[str] = None) -> Outcome:
+    """``lint_source`` of Python code (a notebook's too: its Python text, its findings
+    at the lines of that text; ``cited_line`` names them in messages)."""
     from gradguard.checker import check_source  # noqa: PLC0415 - libcst: not for a cached run
 
     use = NoqaUse()
@@ -109,7 +146,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan,
         findings = []
         lines = []
         raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
-                           session)
+                           session, cited_line=cited_line, imports_from=imports_from)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)
@@ -194,7 +231,7 @@ def cached_outcome(path: str, plan: Plan, cache: Cache) -> Optional[Outcome]:
         return None
     findings, noqa_used = stored
     keep = plan.keep_lines and any(f.path == path for f in findings)
-    return Outcome(path, findings, source_lines(source) if keep else None,
+    return Outcome(path, findings, display_lines(path, source) if keep else None,
                    noqa_used=noqa_used)
 
 
@@ -301,8 +338,9 @@ def _lint_chunk(work: Sequence[tuple[str, Plan]], cache: Optional[Cache]) -> lis
 def _lint_in_run(path: str, plan: Plan, cache: Optional[Cache], alone: bool) -> Outcome:
     """``lint_path``; a large file (``memory.is_large``) in a process of its own unless it
     is the run's only file: a process that held its tree stays large for the files after
-    (Python keeps what it freed in pieces), and torch's largest tree alone is 0.8 GB."""
-    if alone or not memory.is_large(_size(path)):
+    (Python keeps what it freed in pieces), and torch's largest tree alone is 0.8 GB. A
+    notebook's size is mostly its outputs: its code is judged by ``check_source``."""
+    if alone or notebooks.is_notebook(path) or not memory.is_large(_size(path)):
         return lint_path(path, plan, cache)
     return lint_path_apart(path, plan, cache)
 
@@ -335,6 +373,6 @@ def one_per_place(findings, linted: Collection[str] = ()) -> list[Finding]:
     for finding in findings:
         if finding.mirror_of and os.path.realpath(finding.mirror_of[0]) in linted_files:
             continue
-        kept.setdefault((finding.path, finding.line, finding.col, finding.code,
+        kept.setdefault((finding.path, finding.cell, finding.line, finding.col, finding.code,
                          finding.mirror_of), finding)
     return sorted(kept.values())

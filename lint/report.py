@@ -114,7 +114,7 @@ def text_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
     for finding in findings:
         yield style.finding_line(finding, finding.format(),
                                  mark_fixable and _safe_fix(finding), color)
-        lines = sources.get(finding.path, ())
+        lines = _lines_of(finding, sources)
         if show_source and 1 <= finding.line <= len(lines):
             line = lines[finding.line - 1]
             indent = "".join(c if c.isspace() else " " for c in line[: finding.col - 1])
@@ -127,7 +127,8 @@ def pylint_lines(findings: Sequence[Finding]) -> Iterator[str]:
     one line each (a line break in a message is written ``\\n``)."""
     for f in findings:
         message = re.sub(r"\r\n|\r|\n", r"\\n", f"{f.message}{_verdict(f)}")
-        yield f"{f.path}:{f.line}: [{f.code}] {message}"
+        cell = f"cell {f.cell}:" if f.cell is not None else ""
+        yield f"{f.path}:{cell}{f.line}: [{f.code}] {message}"
 
 
 # --- full: each finding with its source and its fix -------------------------------------
@@ -153,13 +154,13 @@ def full_lines(findings: Sequence[Finding], sources: Mapping[str, Sequence[str]]
             yield ""
         safe = f" {style.FIXABLE_MARK}" if _safe_fix(f) else ""
         yield f"{style.code(f.code, color)}{style.mark(safe, color)} {f.message}{_verdict(f)}"
-        lines = sources.get(f.path) or ()
+        lines = _lines_of(f, sources)
         snippet = list(_snippet(f, lines))
         width = max([len(str(n)) for n, _ in snippet if n] or [1])
         if f.fix is not None:
             diff = _fix_diff(f.fix, lines)
             width = max([width] + [len(str(n)) for _, n, _ in diff if n])
-        yield f"{' ' * width}--> {f.path}:{f.line}:{f.col}"
+        yield f"{' ' * width}--> {f.path}:{f.position}"
         gutter = " " * (width + 1) + "|"
         if snippet:
             yield gutter
@@ -307,10 +308,19 @@ def _fits(edit: Edit, lines: Sequence[str]) -> bool:
             and (edit.line, edit.col) <= (edit.end_line, edit.end_col))
 
 
+def _lines_of(finding: Finding, sources: Mapping[str, Sequence[str]]) -> Sequence[str]:
+    """The lines of the finding's file (of its cell, in a notebook)."""
+    lines = sources.get(finding.path) or ()
+    if isinstance(lines, Mapping):  # a notebook's, by cell
+        return lines.get(finding.cell) or ()
+    return lines
+
+
 def to_json(findings: Sequence[Finding]) -> str:
     """A JSON list of ``{path, line, col, end_line, end_col, code, name, message, fix}``
     objects (``fix``: null, or its message, applicability and edits; ``verdict`` when
-    ``--verify`` judged the finding). Lines and columns are 1-based, ends excluded."""
+    ``--verify`` judged the finding; ``cell`` in a notebook, whose lines are the cell's,
+    as ruff's). Lines and columns are 1-based, ends excluded."""
     names = _names()
     return json.dumps(
         [
@@ -318,6 +328,7 @@ def to_json(findings: Sequence[Finding]) -> str:
              "end_line": f.end_line or f.line, "end_col": f.end_col or f.col,
              "code": f.code, "name": names.get(f.code, ""), "message": f.message,
              "fix": _fix_json(f.fix),
+             **({"cell": f.cell} if f.cell is not None else {}),
              **({"verdict": f.verdict} if f.verdict else {})}
             for f in findings
         ],
@@ -379,8 +390,11 @@ def to_sarif(findings: Sequence[Finding],
         }
         if f.fix is not None:
             result["fixes"] = [_sarif_fix(f.path, f.fix, root)]
-        if f.verdict:
-            result["properties"] = {"verdict": f.verdict}
+        properties = {"verdict": f.verdict} if f.verdict else {}
+        if f.cell is not None:  # a notebook's: the lines are the cell's
+            properties["cell"] = f.cell
+        if properties:
+            result["properties"] = properties
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -444,7 +458,7 @@ def _line_hashes(findings: Sequence[Finding], sources: Mapping[str, Sequence[str
     seen: Counter = Counter()
     hashes = []
     for f in findings:
-        lines = sources.get(f.path) or ()
+        lines = _lines_of(f, sources)
         text = lines[f.line - 1] if 1 <= f.line <= len(lines) else f.message
         key = "\0".join((f.code, _path_from(f.path, root), " ".join(text.split())))
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -507,12 +521,18 @@ def github_lines(findings: Sequence[Finding]) -> Iterator[str]:
                       "line": f.line, "col": f.col}
         if f.end_line is not None and f.end_col is not None:
             properties.update(endLine=f.end_line, endColumn=f.end_col)
-        message = f"{f.message}{_verdict(f)}"
+        message = f"{_cell_prefix(f)}{f.message}{_verdict(f)}"
         if f.fix is not None:
             message += f"\nhelp: {f.fix.message}" + ("" if f.fix.safe else " (unsafe fix)")
         joined = ",".join(f"{key}={_github_property(str(value))}"
                           for key, value in properties.items())
         yield f"::error {joined}::{_github_data(message)}"
+
+
+def _cell_prefix(f: Finding) -> str:
+    """``cell N: `` for a notebook's finding, whose lines are its cell's, in the formats
+    whose places are lines of a file."""
+    return f"cell {f.cell}: " if f.cell is not None else ""
 
 
 def _github_data(text: str) -> str:
@@ -529,7 +549,8 @@ def _github_property(text: str) -> str:
 def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab Code Quality report: a JSON list with, for each finding, ``description``,
     ``check_name``, ``fingerprint``, ``severity`` and ``location`` (``path``, relative to
-    ``$CI_PROJECT_DIR`` when under it; ``lines`` and ``positions``).
+    ``$CI_PROJECT_DIR`` when under it; ``lines`` and ``positions``; a notebook's
+    description starts with its cell, whose lines they are).
 
     The fingerprint hashes the path, code and message, not the line, so that a finding
     keeps its identity when lines above it move; the same finding twice in a file is told
@@ -546,7 +567,7 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
         end_line = f.end_line if f.end_line is not None else f.line
         end_col = f.end_col if f.end_col is not None else f.col
         entries.append({
-            "description": f"{f.code}: {f.message}{_verdict(f)}",
+            "description": f"{f.code}: {_cell_prefix(f)}{f.message}{_verdict(f)}",
             "check_name": f.code,
             "fingerprint": digest.hexdigest()[:32],
             "severity": "critical" if f.code in DIAGNOSTICS else "major",
@@ -597,7 +618,8 @@ def to_junit(findings: Sequence[Finding]) -> str:
                                  column=str(f.col))
             message = _xml_text(f"{f.message}{_verdict(f)}")
             failure = ET.SubElement(case, "failure", message=message, type=f.code)
-            failure.text = f"line {f.line}, col {f.col}, {message}"
+            cell = f"cell {f.cell}, " if f.cell is not None else ""
+            failure.text = f"{cell}line {f.line}, col {f.col}, {message}"
     if not by_path:
         suite = ET.SubElement(root, "testsuite", name="gradguard", tests="1", failures="0",
                               errors="0", skipped="0")

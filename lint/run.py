@@ -16,17 +16,18 @@ import sys
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Collection, Optional, Sequence
 
 import click
 
 from gradguard import cache as cache_module
-from gradguard import progress, report, style
+from gradguard import notebooks, progress, report, style
 from gradguard.files import (STDIN, FileChangedError, display_path, encoding_of, read_file,
                              write_atomically)
 from gradguard.findings import DIAGNOSTICS, Finding
-from gradguard.linting import (Outcome, Plan, lint_all, lint_source, one_per_place, read_lines,
-                               unused_noqa_of)
+from gradguard.linting import (Outcome, Plan, lint_all, lint_code, lint_source, one_per_place,
+                               read_lines, unused_noqa_of)
 from gradguard.noqa import UNUSED_NOQA, NoqaUse, add_noqa
 from gradguard.options import (EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, CheckOptions, echo_error,
                                echo_warning)
@@ -100,18 +101,19 @@ def _run_add_noqa(findings: list[Finding], errors: list[str], options: CheckOpti
     for finding in findings:
         if finding.code in DIAGNOSTICS or finding.code == UNUSED_NOQA:
             continue
-        wanted.setdefault(finding.path, {}).setdefault(finding.line, set()).add(finding.code)
+        place = (finding.cell, finding.line)
+        wanted.setdefault(finding.path, {}).setdefault(place, set()).add(finding.code)
     codes = lines = files = 0
     for path in sorted(wanted):
         try:
             original = read_file(path)
-            encoding = encoding_of(original)
-            added = add_noqa(original.decode(encoding), wanted[path])
+            added, place_of, new = _noqa_added(path, original, wanted[path])
             for line, why in added.skipped:
-                echo_warning(f"{path}:{line}: no `# noqa` added: {why}")
+                echo_warning(f"{path}:{place_of(line)}: no `# noqa` added: {why}")
             if added.codes:
-                write_atomically(path, added.text.encode(encoding), original)
-        except (OSError, SyntaxError, UnicodeError, LookupError) as error:
+                write_atomically(path, new, original)
+        except (OSError, SyntaxError, UnicodeError, LookupError,
+                notebooks.NotebookError) as error:
             errors.append(str(error) if isinstance(error, FileChangedError)
                           else f"{path}: no `# noqa` added: {error}")
             continue
@@ -122,6 +124,23 @@ def _run_add_noqa(findings: list[Finding], errors: list[str], options: CheckOpti
         click.echo(f"Added {report.count(codes, 'noqa code')} on "
                    f"{report.count(lines, 'line')} in {report.count(files, 'file')}.", err=True)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def _noqa_added(path: str, original: bytes,
+                wanted: dict[tuple[Optional[int], int], set[str]]):
+    """``add_noqa`` on the file's code (a notebook's: the Python text of its cells, by
+    (cell, line)): what was added, how a line of that code is named, and the new bytes."""
+    if not notebooks.is_notebook(path):
+        encoding = encoding_of(original)
+        added = add_noqa(original.decode(encoding),
+                         {line: codes for (_, line), codes in wanted.items()})
+        return added, str, added.text.encode(encoding)
+    notebook = notebooks.Notebook.read(original)
+    at_lines = {notebook.python_line(cell, line): codes
+                for (cell, line), codes in wanted.items()}
+    added = add_noqa(notebook.python, {line: codes for line, codes in at_lines.items()
+                                       if line is not None})
+    return added, notebook.position, notebook.with_python(added.text).encode("utf-8")
 
 
 # --- Fixing -------------------------------------------------------------------------------
@@ -157,8 +176,6 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
     """``--fix`` and ``--diff``: fix each file with applicable fixes, then report the
     findings left (``--fix``) or the diff (``--diff``). Standard input's fixed source
     goes to standard output, its findings to standard error."""
-    from gradguard import fixes  # noqa: PLC0415 - libcst: only when fixing
-
     unsafe = options.unsafe_fixes
     left, fixed, diffs, fixed_stdin = [], {}, [], None
     for outcome in outcomes:
@@ -170,24 +187,23 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
         path = outcome.path
         try:
             original = stdin[1] if stdin and path == stdin[0] else read_file(path)
-            encoding = encoding_of(original)
-            lint = partial(_own_findings, path, plan_for(path), encoding,
-                           noqa_used.get(path, ()))
-            result = fixes.fix_text(original.decode(encoding), lint, unsafe)
+            code = _Code.of(path, original, plan_for(path), noqa_used.get(path, ()))
+            result = code.fix(unsafe)
             if result.failure:
                 errors.append(f"{path}: {result.failure}")
             if result.fixed:
-                new = result.text.encode(encoding)
+                new = code.encode(result.text)
                 if options.diff:
-                    diffs.append(fixes.unified_diff(path, original.decode(encoding), result.text))
+                    diffs.append(code.diff(result.text))
                 elif stdin and path == stdin[0]:
                     fixed_stdin = new
                 else:
                     write_atomically(path, new, original)
                 fixed[path] = result.fixed
-            left += [f for f in outcome.findings if f.path != path] + result.findings \
-                if not options.diff else outcome.findings
-        except (OSError, SyntaxError, UnicodeError, LookupError) as error:
+            left += [f for f in outcome.findings if f.path != path] \
+                + code.place(result.findings) if not options.diff else outcome.findings
+        except (OSError, SyntaxError, UnicodeError, LookupError,
+                notebooks.NotebookError) as error:
             errors.append(str(error) if isinstance(error, FileChangedError)
                           else f"{path}: not fixed: {error}")
             left += outcome.findings
@@ -226,10 +242,58 @@ def _run_fixes(outcomes: list[Outcome], errors: list[str], plan_for: Callable[[s
     return EXIT_FINDINGS if findings and not options.exit_zero else EXIT_OK
 
 
-def _own_findings(path: str, plan: Plan, encoding: str,
-                  noqa_elsewhere: Collection[tuple[str, str]], text: str) -> list[Finding]:
-    """The findings of ``text`` as the file at ``path`` (its own, not its imports')."""
-    outcome = lint_source(path, text.encode(encoding), plan, noqa_elsewhere)
+@dataclass
+class _Code:
+    """A file's code as the fixer sees it (a notebook's: the Python text of its cells),
+    and the ways back: fixed code as the file's bytes, findings at the file's places
+    (a notebook's cells), the diff ``--diff`` shows."""
+
+    path: str
+    text: str
+    lint: Callable[[str], list[Finding]]  # the file's own findings in a version of text
+    encode: Callable[[str], bytes]
+    place: Callable[[list[Finding]], list[Finding]] = list
+    notebook: Optional[notebooks.Notebook] = None
+
+    @classmethod
+    def of(cls, path: str, original: bytes, plan: Plan,
+           noqa_elsewhere: Collection[tuple[str, str]]) -> "_Code":
+        """Raises ``NotebookError`` for a notebook that cannot be read."""
+        if notebooks.is_notebook(path):
+            notebook = notebooks.Notebook.read(original)
+            lint = partial(_own_findings, path, plan, noqa_elsewhere, notebook.cited_line)
+            return cls(path, notebook.python, lint,
+                       lambda text: notebook.with_python(text).encode("utf-8"),
+                       partial(notebook.place, path=path), notebook)
+        encoding = encoding_of(original)
+        lint = partial(_own_findings, path, plan, noqa_elsewhere, str)
+        return cls(path, original.decode(encoding), lambda text: lint(text.encode(encoding)),
+                   lambda text: text.encode(encoding))
+
+    def fix(self, unsafe: bool):
+        from gradguard import fixes  # noqa: PLC0415 - libcst: only when fixing
+
+        return fixes.fix_text(self.text, self.lint, unsafe)
+
+    def diff(self, fixed: str) -> str:
+        """``--diff``'s text: of the file, or of each cell of a notebook the fix changes."""
+        from gradguard.fixes import unified_diff  # noqa: PLC0415 - libcst: only when fixing
+
+        if self.notebook is None:
+            return unified_diff(self.path, self.text, fixed)
+        def ended(text: str) -> str:  # a cell's last line has no newline: the diff's has
+            return text if text.endswith("\n") else text + "\n"
+
+        return "".join(unified_diff(f"{self.path}:cell {cell.number}", ended(cell.source),
+                                    ended(source))
+                       for cell, source in self.notebook.changed_cells(fixed))
+
+
+def _own_findings(path: str, plan: Plan, noqa_elsewhere: Collection[tuple[str, str]],
+                  cited_line: Callable[[int], str], source: bytes | str) -> list[Finding]:
+    """The findings of ``source`` as the code of the file at ``path`` (its own, not its
+    imports'; a notebook's at the lines of its Python text)."""
+    outcome = lint_code(path, source, plan, noqa_elsewhere, cited_line=cited_line)
     return [f for f in outcome.findings if f.path == path]
 
 
@@ -244,7 +308,8 @@ def _verify(findings: list[Finding], options: CheckOptions,
         by_path.setdefault(finding.path, []).append(finding)
     verified = []
     for path, group in by_path.items():
-        replayable = os.path.isfile(path) and not any(f.code.startswith("GG00") for f in group)
+        replayable = os.path.isfile(path) and not notebooks.is_notebook(path) \
+            and not any(f.code.startswith("GG00") for f in group)  # not a script to run
         verified += verify_file(path, group, options.timeout, options.max_memory,
                                 options.device) if replayable else group
     # a write in an imported file runs when its importer runs: its mirror's replay saw it

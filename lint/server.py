@@ -14,6 +14,14 @@ Linting runs in one worker thread (the engine holds per-process state and is not
 reentrant), off the event loop. A result is published only if the document has not
 changed since the text it was computed from: a stale result is dropped, never shown.
 
+An unsaved buffer (``untitled:``) is linted as a file of the workspace folder would be:
+that folder's configuration, its imports resolved from there. A notebook the client
+syncs as a notebook document (LSP 3.17 ``notebookDocument/*``) is linted whole, as
+``check`` lints the ``.ipynb`` file, from the text of its cells in the editor: a change to
+any cell lints the notebook again, and each cell's diagnostics are published at the
+cell's URI. A ``.ipynb`` file opened as a plain text document is not linted (its JSON is
+not code).
+
 Code actions: each finding's fix (a safe one is preferred, an unsafe one says so), an
 "Add `# noqa: CODE`" for every finding, and ``source.fixAll.gradguard``: every safe fix
 that does not overlap another.
@@ -24,6 +32,7 @@ pygls is imported here only: ``gradguard check`` never loads it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -44,9 +53,10 @@ from gradguard import __version__, checker
 from gradguard.files import FileFinder
 from gradguard.findings import DECODE_ERROR, SYNTAX_ERROR, Edit, Finding, Fix
 from gradguard.fixes import select_fixes
-from gradguard.linting import Plan, lint_source, one_per_place, read_lines
+from gradguard import notebooks
+from gradguard.linting import Plan, display_lines, lint_source, one_per_place, read_lines
 from gradguard.ruledoc import doc_url
-from gradguard.noqa import insertion, source_lines
+from gradguard.noqa import insertion
 from gradguard.options import DEBOUNCE, CheckOptions
 from gradguard.settings import Resolver
 
@@ -55,6 +65,11 @@ FIX_ALL = "source.fixAll.gradguard"
 _PUBLISH_WAIT = 2.0  # seconds the worker waits for a publication before it collects
 _ERRORS = frozenset({SYNTAX_ERROR, DECODE_ERROR})  # the file is not linted: an error
 _TOKEN = re.compile(r"\w+")
+# Notebooks whose Python cells the client syncs as notebook documents (LSP 3.17)
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(
+        cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook")],
+    save=True)
 
 logger = logging.getLogger("gradguard.server")
 
@@ -158,12 +173,25 @@ class Linted:
     # fail), by the real path of the file: shown in that file, as ``check`` reports them.
     elsewhere: dict[str, list[Shown]] = field(default_factory=dict)
     error: Optional[str] = None  # why it could not be linted (a configuration error)
+    # A notebook's findings, by the URI of their cell
+    by_cell: dict[str, list[Shown]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Text:
+    """What one lint of a document reads: its text (a notebook's: as ``.ipynb`` JSON),
+    version, and a notebook's cell URIs, all taken at one moment."""
+
+    text: str
+    version: Optional[int]
+    cells: tuple[str, ...] = ()
 
 
 @dataclass
 class Document:
     uri: str
     path: str  # its file; the URI itself for a document that is not a file (untitled:)
+    notebook: bool = False  # a notebook document (its cells are the text documents)
     generation: int = 0  # counts opens, changes and saves: older results are stale
     pending: Optional[asyncio.Task] = None
     linted: Optional[Linted] = None
@@ -201,6 +229,13 @@ class Settings:
         return resolved.plan, resolver.finder
 
 
+def _unsaved_name(uri: str) -> str:
+    """The file an unsaved buffer is linted as in its workspace folder (imports resolve
+    there): ``untitled:Untitled-1`` as ``Untitled-1.py``."""
+    name = re.sub(r"[^\w.-]", "_", uri.rsplit(":", 1)[-1].rsplit("/", 1)[-1]) or "untitled"
+    return name if name.endswith((".py", notebooks.SUFFIX)) else name + ".py"
+
+
 def _real(path: str) -> str:
     """A file's identity: the same file named through links or ``..`` is one."""
     return os.path.realpath(path)
@@ -212,7 +247,8 @@ class GradguardServer(LanguageServer):
         # str.splitlines(), which also breaks lines at form feeds and other characters the
         # client and Python do not break at.
         super().__init__("gradguard", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Full)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.debounce = debounce
         self.settings = Settings(options if options is not None else CheckOptions())
         # a save lints the text of the last change again: the last parse is kept
@@ -223,13 +259,13 @@ class GradguardServer(LanguageServer):
         self.reported: set[str] = set()  # configuration errors already shown
 
     # ----------------------------------------------------------------- scheduling
-    def changed(self, uri: str, delay: float) -> None:
-        """The document was opened, changed or saved: lint it after ``delay`` seconds
-        unless it changes again first."""
+    def changed(self, uri: str, delay: float, notebook: bool = False) -> None:
+        """The document (a notebook, for ``notebook``) was opened, changed or saved:
+        lint it after ``delay`` seconds unless it changes again first."""
         document = self.documents.get(uri)
         if document is None:
             path = to_fs_path(uri) if uri.startswith("file:") else None
-            document = self.documents[uri] = Document(uri, path or uri)
+            document = self.documents[uri] = Document(uri, path or uri, notebook)
         document.generation += 1
         if document.pending is not None:
             document.pending.cancel()
@@ -247,7 +283,11 @@ class GradguardServer(LanguageServer):
         document.generation += 1  # whatever is running for it is stale
         if document.pending is not None:
             document.pending.cancel()
-        self.publish(uri)
+        if document.notebook:
+            for cell in document.linted.by_cell if document.linted else ():
+                self.publish_cell(cell, [])
+        else:
+            self.publish(uri)
         for path in sorted(document.linted.elsewhere if document.linted else ()):
             self.publish(self.uri_of(path))
 
@@ -255,8 +295,9 @@ class GradguardServer(LanguageServer):
         if delay > 0:
             await asyncio.sleep(delay)
         generation = document.generation
-        text_document = self.workspace.get_text_document(document.uri)
-        text, version = text_document.source, text_document.version
+        read = self.text_of(document)
+        if read is None:
+            return  # not a document to lint (gone, or a notebook's JSON as text)
         loop = asyncio.get_running_loop()
 
         def deliver(linted: Linted) -> None:  # on the event loop
@@ -266,8 +307,12 @@ class GradguardServer(LanguageServer):
             if linted.error is not None:
                 self.report_once(linted.error)
             before = document.linted.elsewhere if document.linted else {}
+            cells_before = document.linted.by_cell if document.linted else {}
             document.linted = linted
-            self.publish(document.uri)
+            if not document.notebook:
+                self.publish(document.uri)
+            for cell in dict.fromkeys((*cells_before, *linted.by_cell)):  # had or have some
+                self.publish_cell(cell, linted.by_cell.get(cell, []))
             for path in sorted({*before, *linted.elsewhere}):
                 self.publish(self.uri_of(path))
 
@@ -275,7 +320,7 @@ class GradguardServer(LanguageServer):
             if document.generation != generation:
                 return  # changed while it waited behind another lint: do not start
             with self.session.collector:
-                linted = self.lint(document, text, version)
+                linted = self.lint(document, read)
                 handed = asyncio.run_coroutine_threadsafe(_call(deliver, linted), loop)
                 try:  # publish before collecting: a collection holds the interpreter
                     handed.result(_PUBLISH_WAIT)
@@ -286,6 +331,33 @@ class GradguardServer(LanguageServer):
             self.worker.submit(work)
         except RuntimeError:  # a change after shutdown: nothing is linted any more
             pass
+
+    def text_of(self, document: Document) -> Optional[Text]:
+        """The document's text now: a notebook's as the JSON of its cells (code cells as
+        code, others as markdown); None for a notebook's JSON opened as text."""
+        if not document.notebook:
+            if notebooks.is_notebook(document.path):
+                return None
+            text_document = self.workspace.get_text_document(document.uri)
+            return Text(text_document.source, text_document.version)
+        notebook = self.workspace.get_notebook_document(notebook_uri=document.uri)
+        if notebook is None:
+            return None
+        cells = [{"cell_type": "code" if cell.kind == types.NotebookCellKind.Code
+                  else "markdown",
+                  "source": self.workspace.get_text_document(cell.document).source}
+                 for cell in notebook.cells]
+        return Text(json.dumps({"cells": cells, "metadata": {}}), notebook.version,
+                    tuple(cell.document for cell in notebook.cells))
+
+    def publish_cell(self, uri: str, shown: list[Shown]) -> None:
+        """Send a notebook cell's diagnostics (cells are not ``documents``)."""
+        if shown:
+            self.published[uri] = Published(None, shown)
+        else:
+            self.published.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[diag for _, diag, _ in shown]))
 
     def publish(self, uri: str) -> None:
         """Send the diagnostics of ``uri``: its own findings when it is open, and those
@@ -312,30 +384,38 @@ class GradguardServer(LanguageServer):
             uri=uri, version=version, diagnostics=[diag for _, diag, _ in shown]))
 
     # ----------------------------------------------------------------- linting
-    def lint(self, document: Document, text: str, version: Optional[int]) -> Linted:
-        """Lint ``text`` as the document's file would be by ``check`` from its workspace
-        folder (in the worker thread)."""
+    def lint(self, document: Document, read: Text) -> Linted:
+        """Lint the document's text as its file would be by ``check`` from its workspace
+        folder (in the worker thread); an unsaved buffer as a file of that folder."""
         started = time.perf_counter()
-        path = document.path
+        path, version = document.path, read.version
         on_disk = path != document.uri
-        cwd = self.folder_of(path) if on_disk else Path.cwd()
+        cwd = self.folder_of(path) if on_disk else self.first_folder()
         try:
             plan, finder = self.settings.plan(path if on_disk else None, cwd)
         except click.ClickException as error:
             return Linted(version, [], error=error.format_message())
         if on_disk and not finder.reached(path, str(cwd)):
             return Linted(version, [])
-        outcome = lint_source(path, text, plan, session=self.session)
-        lines = source_lines(text)
+        imports_from = None if on_disk else str(cwd / _unsaved_name(document.uri))
+        outcome = lint_source(path, read.text, plan, session=self.session,
+                              imports_from=imports_from)
+        lines = display_lines(path, read.text)
+        cell_lines = lines if isinstance(lines, dict) else {}
         units = self.workspace.position_codec.client_num_units
         linted = Linted(version, [])
         others: dict[str, list[Finding]] = {}
         for finding in one_per_place(outcome.findings):
             if finding.mirror_of is not None:
                 continue  # shown at its own place, in the file it is in (below)
-            if finding.path == path:
+            if finding.path == path and finding.cell is not None:
+                cell = read.cells[finding.cell - 1]
+                shown = cell_lines.get(finding.cell, [])
+                linted.by_cell.setdefault(cell, []).append(
+                    (finding, diagnostic(finding, shown, units), shown))
+            elif finding.path == path and not document.notebook:
                 linted.own.append((finding, diagnostic(finding, lines, units), lines))
-            else:  # reported relative to this process's directory, as check does
+            elif finding.path != path:  # reported relative to this process's directory
                 others.setdefault(_real(finding.path), []).append(finding)
         for elsewhere, findings in others.items():
             disk = read_lines(elsewhere)  # the text the finding was placed in
@@ -351,6 +431,13 @@ class GradguardServer(LanguageServer):
             if _real(document.path) == path:
                 return document.uri
         return from_fs_path(path) or Path(path).as_uri()
+
+    def first_folder(self) -> Path:
+        """Where an unsaved buffer is linted as if it were: the first workspace folder
+        (the root), else the current directory."""
+        folders = [to_fs_path(folder.uri) for folder in list(self.workspace.folders.values())]
+        folders.append(self.workspace.root_path)
+        return next((Path(folder) for folder in folders if folder), Path.cwd())
 
     def folder_of(self, path: str) -> Path:
         """The workspace folder holding ``path`` (the innermost), else the current
@@ -457,6 +544,22 @@ def create_server(debounce: float = DEBOUNCE, options: Optional[CheckOptions] = 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         server.closed(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(params: types.DidOpenNotebookDocumentParams) -> None:
+        server.changed(params.notebook_document.uri, 0, notebook=True)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(params: types.DidChangeNotebookDocumentParams) -> None:
+        server.changed(params.notebook_document.uri, server.debounce, notebook=True)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(params: types.DidSaveNotebookDocumentParams) -> None:
+        server.saved(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(params: types.DidCloseNotebookDocumentParams) -> None:
+        server.closed(params.notebook_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))

@@ -146,6 +146,30 @@ class Client:
     def change(self, uri: str, text: str, version: int) -> None:
         self.send(change(uri, text, version))
 
+    def open_notebook(self, uri: str, cells: Sequence[tuple[str, str]], version: int = 1
+                      ) -> list[str]:
+        """Open a notebook document of ``cells`` (``("code" or "markdown", text)``), as
+        an LSP 3.17 client syncs one; returns the cells' URIs."""
+        uris = [f"{uri}#cell{number}" for number in range(len(cells))]
+        self.notify("notebookDocument/didOpen", {
+            "notebookDocument": {"uri": uri, "notebookType": "jupyter-notebook",
+                                 "version": version,
+                                 "cells": [{"kind": 2 if kind == "code" else 1, "document": cell}
+                                           for cell, (kind, _) in zip(uris, cells)]},
+            "cellTextDocuments": [{"uri": cell, "version": 1, "text": text,
+                                   "languageId": "python" if kind == "code" else "markdown"}
+                                  for cell, (kind, text) in zip(uris, cells)]})
+        return uris
+
+    def change_cell(self, notebook: str, version: int, cell: str, text: str,
+                    cell_version: int) -> None:
+        """A notebook change that replaces one cell's text."""
+        self.notify("notebookDocument/didChange", {
+            "notebookDocument": {"uri": notebook, "version": version},
+            "change": {"cells": {"textContent": [{
+                "document": {"uri": cell, "version": cell_version},
+                "changes": [{"text": text}]}]}}})
+
     def close(self, timeout: Optional[float] = None) -> int:
         """shutdown, exit, and the server's exit status."""
         self.request("shutdown", timeout=timeout)

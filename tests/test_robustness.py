@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -201,24 +203,24 @@ def hostile_tree(tmp_path):
     with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "wb") as handle:
         handle.write(bug)
     (tmp_path / "stub.pyi").write_bytes(b"def f(x: int) -> int: ...\n")
-    (tmp_path / "notebook.ipynb").write_text(
-        '{"cells": [{"cell_type": "code", "source": ["w.mul_(2)"]}], "nbformat": 4}')
+    (tmp_path / "notebook.ipynb").write_text(json.dumps(
+        {"cells": [{"cell_type": "code", "source": bug.decode()}], "nbformat": 4}))
     return tmp_path
 
 
 def test_a_hostile_tree_is_linted_and_what_cannot_be_is_skipped(hostile_tree):
     run = run_cli(hostile_tree, ".")
-    assert run.returncode == 1, run.stderr  # findings: the three real files
-    assert run.stdout.count(b"GG101") == 3
+    assert run.returncode == 1, run.stderr  # findings: the three real files, the notebook
+    assert run.stdout.count(b"GG101") == 4
     assert b"caf\\udce9.py" not in run.stdout and b"caf\xe9.py" in run.stdout
-    assert b"3 files checked" in run.stderr and b"Traceback" not in run.stderr
+    assert b"4 files checked" in run.stderr and b"Traceback" not in run.stderr
 
 
 @pytest.mark.parametrize("name, status, says", [
     ("fifo.py", 2, b"not a regular file"),
     ("loop_a.py", 2, b"a symbolic link to nothing"),
     ("dangling.py", 2, b"a symbolic link to nothing"),
-    ("notebook.ipynb", 0, b"skipped: notebook.ipynb: notebooks are not linted"),
+    ("notebook.ipynb", 1, b"1 finding"),
     ("stub.pyi", 0, b"1 file checked"),
     ("pkg.py", 1, b"1 finding"),
 ])

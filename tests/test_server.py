@@ -195,6 +195,67 @@ def test_findings_in_imported_files_are_shown_in_those_files(client, tmp_path):
     assert lsp.close() == 0
 
 
+def test_an_unsaved_buffer_is_linted_as_a_file_of_the_workspace(client, tmp_path):
+    """``untitled:`` has no file: its text is linted with the workspace folder's settings
+    and its imports resolve there (the write in ``helpers.py`` is shown in that file)."""
+    (tmp_path / "pyproject.toml").write_text('[tool.gradguard]\nextend-select = ["GG900"]\n')
+    (tmp_path / "helpers.py").write_text("import torch\n\n\ndef scale(p):\n    p.mul_(2)\n")
+    lsp = client()
+    lsp.open("untitled:Untitled-1", BUGGY + "x = 1  # noqa: GG101\n")
+    found = lsp.diagnostics("untitled:Untitled-1", version=1)
+    assert [d["code"] for d in found] == ["GG101", "GG900"]  # the folder's configuration
+    lsp.open("untitled:Untitled-2", "import torch\nfrom helpers import scale\n"
+                                    "w = torch.zeros(3, requires_grad=True)\nscale(w)\n")
+    (there,) = lsp.diagnostics((tmp_path / "helpers.py").as_uri())
+    assert there["code"] == "GG101" and "line 4 of Untitled-2.py" in there["message"]
+    assert lsp.close() == 0
+
+
+NOTEBOOK_CLIENT = {"notebookDocument": {"synchronization": {}},
+                   "workspace": {"workspaceEdit": {"documentChanges": True}}}
+
+
+def test_notebook_documents_get_diagnostics_per_cell(client, tmp_path):
+    lsp = client()
+    assert "notebookDocumentSync" not in lsp.initialized["capabilities"]  # not offered
+    lsp.close()
+    lsp = Client((*SERVER, *FAST), cwd=tmp_path, timeout=TIMEOUT)
+    try:
+        capabilities = lsp.initialize(tmp_path, NOTEBOOK_CLIENT)["capabilities"]
+        assert capabilities["notebookDocumentSync"]["notebookSelector"][0]["cells"] == [
+            {"language": "python"}]
+        notebook = (tmp_path / "train.ipynb").as_uri()
+        setup, notes, train = lsp.open_notebook(notebook, [
+            ("code", "%matplotlib inline\nimport torch\nw = torch.zeros(3, requires_grad=True)\n"),
+            ("markdown", "# Training"),
+            ("code", "x = 1\nw.mul_(2)\n")])
+        (found,) = lsp.diagnostics(train)
+        assert found["code"] == "GG101" and "line 3 of cell 1" in found["message"]
+        assert found["range"] == {"start": {"line": 1, "character": 0},
+                                  "end": {"line": 1, "character": 9}}
+        (action, *_) = lsp.request("textDocument/codeAction", {
+            "textDocument": {"uri": train}, "range": found["range"],
+            "context": {"diagnostics": [found]}})
+        (edit,) = action["edit"]["documentChanges"]
+        assert edit["textDocument"]["uri"] == train and edit["edits"][0]["range"]["start"] == {
+            "line": 1, "character": 0}
+
+        # one cell changes: the notebook is linted again, each cell's diagnostics sent
+        lsp.change_cell(notebook, 2, setup, "import torch\nw = torch.zeros(3)\n", 2)
+        assert lsp.diagnostics(train) == []  # w no longer requires grad
+        lsp.change_cell(notebook, 3, setup, "import torch\nw = torch.zeros(3, "
+                                            "requires_grad=True)\nw.add_(1)\n", 3)
+        assert [d["code"] for d in lsp.diagnostics(setup)] == ["GG101"]
+        assert [d["code"] for d in lsp.diagnostics(train)] == ["GG101"]
+        lsp.notify("notebookDocument/didClose", {"notebookDocument": {"uri": notebook},
+                                                 "cellTextDocuments": [
+                                                     {"uri": uri} for uri in (setup, notes, train)]})
+        assert lsp.diagnostics(setup) == [] and lsp.diagnostics(train) == []
+        assert lsp.close() == 0
+    finally:
+        lsp.kill()
+
+
 def test_stale_results_are_never_published(client, tmp_path):
     """Changes sent in one write, faster than any lint: every published result is that
     of the text of its version, versions only go up, and the last one is published."""
