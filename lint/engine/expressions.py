@@ -484,7 +484,10 @@ class Expressions(Room):
                         self.saved.write_to_saved(st, node, written, text, f"`{text}.step()`",
                                             parameter_update=True, optimizer=text)
             return UNKNOWN
-        if name in ("parameters", "named_parameters"):
+        if name in ("parameters", "named_parameters") \
+                and not (isinstance(owner, Instance) and name in owner.info.methods):
+            # a class's own ``parameters()`` is its method, followed below (micrograd's
+            # MLP yields objects of its own, not tensors)
             return ParamsOf(owner, named=name == "named_parameters")
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
