@@ -66,7 +66,7 @@ class ParameterUpdateBeforeBackward(Rule):
         if not self.reports(mutation):
             return self.decline_claim(mutation)
         save = mutation.save
-        who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
+        who = f"`{mutation.updater}`" if mutation.updater is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"
         self.report(
             mutation.node,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.common import _all_params, _literal, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
@@ -373,6 +373,8 @@ class Expressions(Room):
             return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("copy."):
+            return self.modules.copied(st, node, callee.qualname[5:], args)
         if isinstance(callee, Ref) and callee.qualname.startswith("math."):
             return NUMBER  # math.log(t) of a one-element tensor too: a float, no graph
         if isinstance(callee, Ref):
@@ -479,10 +481,10 @@ class Expressions(Room):
                 # backward none has one, and the step changes nothing)
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
                     else "the optimizer"
-                for obj in owner.owners:
-                    for written in ((obj, PARAMS), obj):
-                        self.saved.write_to_saved(st, node, written, text, f"`{text}.step()`",
-                                            parameter_update=True, optimizer=text)
+                self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
+            return UNKNOWN
+        if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):
+            self.modules.load_state_dict(st, node, owner, args)
             return UNKNOWN
         if name in ("parameters", "named_parameters"):
             return ParamsOf(owner, named=name == "named_parameters")

@@ -17,6 +17,7 @@ from gradguard.engine.containers import (
     _spread_value,
     _with_layers,
 )
+from gradguard.engine.copies import deep_copy
 from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
@@ -73,6 +74,33 @@ class Modules(Room):
         for module in reversed(_modules_in(model)):
             self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
                            node)
+
+    def load_state_dict(self, st: State, node: cst.Call, model: Value, args: list) -> None:
+        """``model.load_state_dict(sd)`` copies each entry into the tensor of that name under
+        no_grad: a parameter update of every tensor the model holds, as an optimizer's step
+        is. Only where torch certainly copies them all: ``strict`` (every key present, else
+        it raises) and not ``assign=True`` (which swaps the tensors, leaving the saved ones
+        as they were)."""
+        strict = self.expressions.argument(node, args, "strict", 1)
+        assign = self.expressions.argument(node, args, "assign", 2)
+        if any(arg.star for arg in node.args) or strict not in (None, Const(True)) \
+                or assign not in (None, Const(False)):
+            return
+        text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) else "the model"
+        self.saved.update_parameters(st, node, self.saved.owners_of(model), text,
+                                     f"{text}.load_state_dict()")
+
+    def copied(self, st: State, node: cst.Call, function: str, args: list) -> Value:
+        """``copy.deepcopy(model)``: a model of the same structure and flags, with new
+        parameters (``copies``). ``copy.copy`` and the rest only read their argument; what
+        they give is unknown."""
+        if function != "deepcopy" or len(args) != 1 or node.args[0].keyword is not None \
+                or node.args[0].star:
+            return UNKNOWN
+        copy, facts = deep_copy(args[0], self.tensors.contextual(id(node)), st.heap)
+        for obj, fact in facts.items():
+            st.heap[obj] = fact
+        return copy
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
