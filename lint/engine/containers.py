@@ -18,6 +18,7 @@ from gradguard.values import (
     ModuleObj,
     Seq,
     Value,
+    join_values,
 )
 
 # Containers whose layers are known when built from a list or a mapping of layers (and
@@ -109,7 +110,16 @@ def _next_position(container: ModuleObj) -> Optional[str]:
 
 def _layer_at(container: ModuleObj, key: object) -> Value:
     """``container[key]``: by name (``heads["a"]``) or, in a Sequential or ModuleList, by
-    position (``block[-1]``); unknown where the layers are not."""
+    position (``block[-1]``; ``ANY_POSITION``: a number not known, which gives what every
+    layer is alike, since a position out of range raises); unknown where the layers are
+    not."""
+    if key is ANY_POSITION:
+        if container.kind not in INDEXED_CONTAINERS or not container.children:
+            return UNKNOWN
+        layer = container.children[0]
+        for other in container.children[1:]:
+            layer = join_values(layer, other)
+        return layer
     if isinstance(key, str):
         child = container.child_named(key)
         return child if child is not None else UNKNOWN
@@ -118,6 +128,9 @@ def _layer_at(container: ModuleObj, key: object) -> Value:
             and -len(container.children) <= key < len(container.children):
         return container.children[key]
     return UNKNOWN
+
+
+ANY_POSITION = object()  # an index whose number is not known (``layers[i]``)
 
 
 def _keyed_pairs(value: Value) -> Optional[tuple]:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from gradguard.engine.common import _all_params, _literal, dotted, source_text, tri_of
 from gradguard.engine.containers import (
+    ANY_POSITION,
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
     CONTAINERS,
@@ -311,8 +312,8 @@ class Expressions(Room):
         if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
                 and -len(base.items) <= index.value < len(base.items):
             return base.items[index.value]
-        if isinstance(base, ModuleObj) and isinstance(index, Const):
-            return _layer_at(base, index.value)
+        if isinstance(base, ModuleObj) and (isinstance(index, Const) or index is NUMBER):
+            return _layer_at(base, index.value if isinstance(index, Const) else ANY_POSITION)
         return UNKNOWN
 
     def _call(self, node: cst.Call, st: State) -> Value:
