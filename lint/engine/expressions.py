@@ -25,6 +25,7 @@ from gradguard.engine.containers import (
 )
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
+from gradguard.engine.shapes import Dim
 from gradguard.events import (
     IndexKind,
 )
@@ -147,6 +148,8 @@ class Expressions(Room):
     def _binary(self, node: cst.BinaryOperation, st: State) -> Value:
         left = self.evaluate(node.left, st)
         right = self.evaluate(node.right, st)
+        if isinstance(node.operator, cst.FloorDivide) and isinstance(left, Dim):
+            return left.divided(right) or UNKNOWN
         if isinstance(node.operator, cst.Add) and isinstance(left, (Seq, IterableOf)) \
                 and isinstance(right, (Seq, IterableOf)):
             return _concatenate(left, right)

@@ -11,6 +11,7 @@ import libcst as cst
 from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
+from gradguard.engine.shapes import Shape
 from gradguard.engine.tensors import inplace_chain_head
 from gradguard.events import InplaceWrite
 from gradguard.knowledge import OpName
@@ -123,7 +124,8 @@ class Statements(Room):
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
-                else (value.element,) * len(elements) if isinstance(value, IterableOf) else None
+                else (value.element,) * len(elements) if isinstance(value, IterableOf) \
+                else value.unpacked(len(elements)) if isinstance(value, Shape) else None
             for position, element in enumerate(elements):
                 item = items[position] if items is not None else UNKNOWN
                 if isinstance(element, cst.StarredElement):

@@ -163,7 +163,9 @@ class TorchCalls(Room):
         if name in self.knowledge.view_functions and isinstance(arg0, TensorRef):
             return self.tensors.view_of(st, node, arg0, op)
         if name in self.knowledge.maybe_view_functions and isinstance(arg0, TensorRef):
-            view = self.tensors.reshaped(st, node, arg0, op)
+            shape = args[1] if len(args) == 2 and node.args[1].keyword is None else None
+            view = self.tensors.reshaped(st, node, arg0, op,
+                                         shape.items if isinstance(shape, Seq) else ())
             if view is not None:
                 return view
         if name in self.knowledge.multi_view_functions:
