@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.engine.common import _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.constants import folded_binary, folded_comparison
 from gradguard.engine.containers import (
     ANY_POSITION,
     CONTAINER_GROWERS,
@@ -161,7 +162,7 @@ class Expressions(Room):
                                   OpName.of("operator", BINARY_OPS.get(type(node.operator), "op")),
                                   operands)
         if is_number(left) and is_number(right):
-            return NUMBER
+            return folded_binary(node.operator, left, right) or NUMBER
         return UNKNOWN
 
     def _comparison(self, node: cst.Comparison, st: State) -> Value:
@@ -170,6 +171,9 @@ class Expressions(Room):
         identity = self._none_test(node, operands, st)
         if identity is not None:
             return identity
+        folded = folded_comparison(node, operands)
+        if folded is not None:
+            return folded
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
