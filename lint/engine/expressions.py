@@ -346,6 +346,11 @@ class Expressions(Room):
                 if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
+                if owner is UNKNOWN and func.attr.value in ("parameters", "named_parameters"):
+                    for arg in node.args:
+                        self.evaluate(arg.value, st)
+                    # used as a module: its parameters are leaves (``received_parameters``)
+                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters")
                 if isinstance(owner, FunctionContext):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.custom_functions.context_method(node, func.attr.value, args)
@@ -458,7 +463,9 @@ class Expressions(Room):
             self.saved.note_owner(iterable)
             owner = iterable.owner
             obj = (getattr(owner, "obj", id(site)), "*params")
-            if obj not in st.heap:
+            if obj not in st.heap and owner is UNKNOWN:
+                st.heap[obj] = self.modules.received_parameters(st, obj, site)
+            elif obj not in st.heap:
                 origin = owner.origin if isinstance(owner, ModuleObj) else site
                 st.heap[obj] = self.modules.parameter_facts(st, owner, origin, "a parameter")
             parameter = TensorRef(obj)

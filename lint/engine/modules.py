@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Optional
+from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -42,6 +42,8 @@ class Modules(Room):
         super().__init__(engine, **contexts)
         # module object -> the hooks registered on it: (registering method, function)
         self.hooks: dict[Hashable, list] = {}
+        # the parameters of modules known only by their use (``received_parameters``)
+        self.received: set[Hashable] = set()
 
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:
@@ -111,6 +113,32 @@ class Modules(Room):
             if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
                     and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
                 st.heap[obj] = facts.evolve(requires_grad=flag)
+
+    def received_parameters(self, st: State, obj: Hashable, site: cst.CSTNode) -> TensorFacts:
+        """A parameter of a module the engine knows only because the code uses it as one
+        (``model.parameters()`` of a ``model`` it receives): a leaf, as every
+        ``nn.Parameter`` is, whose ``requires_grad`` is not known (code out of view may
+        have frozen it) until the code computes with its ``.grad`` (``lifted_by_grad``)."""
+        self.received.add(obj)
+        return TensorFacts(requires_grad=Tri.MAYBE, is_leaf=Tri.YES,
+                           grad_origin=Origin(site, "a parameter", parameter=True))
+
+    def lifted_by_grad(self, st: State, node: cst.CSTNode, values: Iterable[Value]) -> None:
+        """``lr * p.grad``, ``p.add_(p.grad)``: the code computes with the ``.grad`` of a
+        parameter of a module known only by use, so that ``.grad`` is a tensor, which a
+        backward gives only to a leaf that requires grad: from here on the parameter
+        requires grad. (A ``.grad`` the code assigns itself is another object; one left
+        from before code out of view froze the parameter is the case this cannot see.)"""
+        for value in values:
+            if not (isinstance(value, TensorRef) and isinstance(value.obj, tuple)
+                    and len(value.obj) == 2 and value.obj[1] == "grad"
+                    and value.obj[0] in self.received):
+                continue
+            parameter = value.obj[0]
+            facts = st.heap.get(parameter)
+            if facts is not None and facts.requires_grad is Tri.MAYBE:
+                st.heap[parameter] = facts.evolve(requires_grad=Tri.YES, grad_origin=Origin(
+                    node, "a parameter whose `.grad` is computed with", parameter=True))
 
     def parameter_facts(self, st: State, owner: Value, origin: object, how: str) -> TensorFacts:
         frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))

@@ -122,6 +122,9 @@ class Tensors(Room):
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
         display = producer.display()
+        inputs = list(inputs)
+        if self.modules.received:
+            self.modules.lifted_by_grad(st, node, inputs)
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         assumed = known = False  # inputs requiring grad by assumption only; in fact
@@ -309,6 +312,9 @@ class Tensors(Room):
         through_data = counter != memory  # the chain passes through .data
         hits_saved = through_data and bool(self.saved.saves_covered(st, memory))
         operands = list(operands)
+        if self.modules.received:
+            self.modules.lifted_by_grad(st, node, operands)
+            facts = self.facts(st, target)
         if self.engine.listens("inplace_write"):
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
