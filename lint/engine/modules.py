@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
@@ -44,6 +45,7 @@ class Modules(Room):
         self.hooks: dict[Hashable, list] = {}
         # the parameters of modules known only by their use (``received_parameters``)
         self.received: set[Hashable] = set()
+        self._may_freeze: Optional[bool] = None  # whether the file's text may freeze one
 
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:
@@ -127,8 +129,14 @@ class Modules(Room):
         """``lr * p.grad``, ``p.add_(p.grad)``: the code computes with the ``.grad`` of a
         parameter of a module known only by use, so that ``.grad`` is a tensor, which a
         backward gives only to a leaf that requires grad: from here on the parameter
-        requires grad. (A ``.grad`` the code assigns itself is another object; one left
-        from before code out of view froze the parameter is the case this cannot see.)"""
+        requires grad. Not in a file that may freeze parameters itself (``FREEZES``: a
+        parameter frozen after its backward keeps its ``.grad``); a ``.grad`` the code
+        assigns itself is another object. (One left from before code out of view froze
+        the parameter is the case this cannot see.)"""
+        if self._may_freeze is None:
+            self._may_freeze = FREEZES.search(self.file.scope.text) is not None
+        if self._may_freeze:
+            return
         for value in values:
             if not (isinstance(value, TensorRef) and isinstance(value.obj, tuple)
                     and len(value.obj) == 2 and value.obj[1] == "grad"
@@ -383,6 +391,10 @@ class Modules(Room):
 
 
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
+# Code that may turn a parameter's requires_grad off: ``requires_grad_(...)``,
+# ``p.requires_grad = ...``, ``setattr(...)``.
+FREEZES = re.compile(r"requires_grad_\(|\.requires_grad\s*=[^=]|setattr\(")
+
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 
 
