@@ -67,6 +67,48 @@ def _modules_in(model: Value) -> list:
     return found
 
 
+# Module methods that iterate its modules: what each gives is ``submodules``'.
+SUBMODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_children"})
+
+
+def submodules(model: Value, method: str) -> Value:
+    """``model.modules()`` (the model and every module below it, parents first),
+    ``model.children()`` (its own layers), and their ``named_`` forms (each with a name
+    not known), as ``LayerItems`` a ``for`` runs once per item; unknown where a container
+    below holds layers not known. An attribute of the file's own module whose value is
+    not known is left out: the engine knows no parameter of it either."""
+    found = _modules_in(model) if method in ("modules", "named_modules") \
+        else _children_of(model)
+    if any(isinstance(module, ModuleObj) and UNKNOWN in module.children for module in found):
+        return UNKNOWN
+    if method.startswith("named_"):
+        return LayerItems(tuple(Seq((UNKNOWN, module)) for module in found))
+    return LayerItems(tuple(found))
+
+
+def _children_of(model: Value) -> list:
+    """A module's own layers (each once)."""
+    if isinstance(model, ModuleObj):
+        children = list(model.children)
+    elif isinstance(model, Instance):
+        children = list(model.attributes().values())
+        if isinstance(model.container, ModuleObj):
+            children += model.container.children
+    else:
+        return [UNKNOWN_LAYER]
+    found, seen = [], set()
+    for child in children:
+        if isinstance(child, (ModuleObj, Instance)) and (type(child), child.obj) not in seen:
+            seen.add((type(child), child.obj))
+            found.append(child)
+        elif child is UNKNOWN and isinstance(model, ModuleObj):
+            return [UNKNOWN_LAYER]
+    return found
+
+
+UNKNOWN_LAYER = ModuleObj(kind="", obj=None, children=(UNKNOWN,))  # stands for "not known"
+
+
 def _container_layers(kind: str, node: cst.Call, args: list) -> Optional[tuple]:
     """The ``(name, layer)`` pairs a container is built with, as torch names them; None
     when they are not known (or torch would refuse them)."""

@@ -17,12 +17,14 @@ from gradguard.engine.containers import (
     DICT_READERS,
     HOOK_REGISTRARS,
     REGISTRARS,
+    SUBMODULE_ITERATORS,
     _container_view,
     _layer_at,
     _ordered_dict,
     _spread_value,
     _updated,
     iterated,
+    submodules,
 )
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
@@ -515,6 +517,8 @@ class Expressions(Room):
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.modules.module_call(st, node, owner, args)
+        if isinstance(owner, (ModuleObj, Instance)) and name in SUBMODULE_ITERATORS and not args:
+            return submodules(owner, name)
         if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
             return _container_view(owner, name)
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
