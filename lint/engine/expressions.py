@@ -331,6 +331,10 @@ class Expressions(Room):
             args = [self.evaluate(arg.value, st) for arg in node.args]
             self.modules.super_init(node, self.stack.constructing[-1], args)
             return Const(None)
+        if _is_super_call(func):
+            result = self._super_call(node, func.attr.value, st)
+            if result is not None:
+                return result
         if isinstance(func, cst.Attribute):
             path = dotted(func)
             receiver = st.lookup(path) if path is not None else None
@@ -361,6 +365,19 @@ class Expressions(Room):
             receiver = self.evaluate(func, st)
         args = [self.evaluate(arg.value, st) for arg in node.args]
         return self.call_value(st, node, receiver, args)
+
+    def _super_call(self, node: cst.Call, name: str, st: State) -> Optional[Value]:
+        """``super().forward(x)``, ``super().helper(x)`` in a method of a class of the
+        file: the method its class inherits, run with the same ``self``; None where that
+        is not known (a torch class's method, a method not followed)."""
+        self_name, inherited = self.definitions.inherited.get(st.scope, ("", {}))
+        method = inherited.get(name)
+        owner = st.lookup(self_name) if self_name else None
+        if method is None or not isinstance(owner, Instance):
+            return None
+        args = [self.evaluate(arg.value, st) for arg in node.args]
+        result = self.calls.call_method(st, node, owner, method, args)
+        return UNKNOWN if result is None else result
 
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
@@ -625,6 +642,13 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
 
 def _is_super_init(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+def _is_super_call(func: cst.BaseExpression) -> bool:
+    """``super().name`` (``super()`` with no arguments, or ``super(Cls, self)``)."""
+    return isinstance(func, cst.Attribute) and func.attr.value != "__init__" \
         and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
         and func.value.func.value == "super"
 
