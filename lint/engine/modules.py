@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
@@ -105,6 +106,30 @@ class Modules(Room):
         for obj, fact in facts.items():
             st.heap[obj] = fact
         return copy
+
+    def reparametrized(self, st: State, node: cst.Call, suffixes: tuple, args: list) -> Value:
+        """``nn.utils.weight_norm(layer)`` and the like: the layer's ``weight`` is no
+        longer a parameter but a tensor computed from the ones registered in its place
+        (``weight_g`` and ``weight_v``: ``suffixes``), each a leaf that requires grad
+        (where torch keeps them as attributes). The layer changes in place: the name the
+        code passed is bound to it as changed. A layer or a parameter name the engine does
+        not know leaves what the name holds unknown."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return UNKNOWN
+        layer, name = args[0], self.expressions.argument(node, args, "name", 1)
+        if name is None:
+            name = self.expressions.argument(node, args, "tensor_name", 1)
+        changed: Value = UNKNOWN
+        if isinstance(layer, ModuleObj) and (name is None or isinstance(name, Const)
+                                             and isinstance(name.value, str)):
+            replaced = "weight" if name is None else name.value
+            kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
+            changed = replace(layer, parameters=kept + tuple(
+                replaced + suffix for suffix in suffixes), unsure=layer.unsure - {replaced})
+        path = dotted(node.args[0].value)
+        if path is not None and isinstance(layer, (ModuleObj, Instance)):
+            st.bind(path, changed)
+        return changed
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
