@@ -29,6 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.engine.common import _all_params
+from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
     HeapReads,
@@ -138,6 +139,22 @@ class UserCalls(Room):
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
+        return UNKNOWN if result is None else result
+
+    def call_partial(self, st: State, call: cst.Call, partial: Partial, args: list) -> Value:
+        """``p(args)`` for ``p = functools.partial(f, ...)``: ``f`` with the partial's
+        arguments first (when it can matter)."""
+        function = partial.function
+        if any(arg.star for arg in call.args) or (
+                not self.worth_following(function.node) and not rebinds_outer_names(function)):
+            return UNKNOWN
+        bindings = partial.bindings(
+            [value for arg, value in zip(call.args, args) if arg.keyword is None],
+            {arg.keyword.value: value for arg, value in zip(call.args, args)
+             if arg.keyword is not None})
+        if bindings is None:
+            return UNKNOWN
+        result = self.run(st, function, bindings, function.grad_mode, call)
         return UNKNOWN if result is None else result
 
     def worth_following(self, definition: cst.FunctionDef) -> bool:

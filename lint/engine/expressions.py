@@ -26,6 +26,7 @@ from gradguard.engine.containers import (
     iterated,
     submodules,
 )
+from gradguard.engine.partials import Partial, partial_of
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
 from gradguard.engine.shapes import Dim
@@ -405,6 +406,13 @@ class Expressions(Room):
             return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
+            partial = partial_of(node, args) if callee.qualname == "functools.partial" else None
+            if partial is None:  # reduce(f, modules), a partial of a function not known
+                self.opaque_call(st, node, args)
+            return partial or UNKNOWN
+        if isinstance(callee, Partial):
+            return self.calls.call_partial(st, node, callee, args)
         if isinstance(callee, Ref) and callee.qualname.startswith("copy."):
             return self.modules.copied(st, node, callee.qualname[5:], args)
         if isinstance(callee, Ref) and callee.qualname.startswith("math."):
@@ -524,8 +532,9 @@ class Expressions(Room):
             return ParamsOf(owner, named=name == "named_parameters")
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
-        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
-                and isinstance(args[0], FunctionVal) and isinstance(args[0].node, cst.FunctionDef):
+        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
+                isinstance(args[0], Partial) or isinstance(args[0], FunctionVal)
+                and isinstance(args[0].node, cst.FunctionDef)):
             self.modules.apply_to_modules(st, owner, args[0], node)
             return owner
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):

@@ -20,6 +20,7 @@ from gradguard.engine.containers import (
     _with_layers,
 )
 from gradguard.engine.copies import deep_copy
+from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
@@ -69,16 +70,23 @@ class Modules(Room):
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
 
-    def apply_to_modules(self, st: State, model: Value, function: FunctionVal,
+    def apply_to_modules(self, st: State, model: Value, function: Value,
                          node: cst.Call) -> None:
-        """``model.apply(init_fn)`` (``node``): ``init_fn`` runs on every module of the
-        model, its layers first, as torch does."""
-        params = list(function.node.params.posonly_params) + list(function.node.params.params)
-        if not params:
-            return
+        """``model.apply(init_fn)`` (``node``): ``init_fn`` (a function of the file, or a
+        ``functools.partial`` of one) runs on every module of the model, its layers first,
+        as torch does."""
         for module in reversed(_modules_in(model)):
-            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
-                           node)
+            if isinstance(function, Partial):
+                bindings = function.bindings([module], {})
+                target = function.function
+            else:
+                params = list(function.node.params.posonly_params) \
+                    + list(function.node.params.params)
+                bindings = {params[0].name.value: module} if params else None
+                target = function
+            if bindings is None:
+                return
+            self.calls.run(st, target, bindings, target.grad_mode, node)
 
     def load_state_dict(self, st: State, node: cst.Call, model: Value, args: list) -> None:
         """``model.load_state_dict(sd)`` copies each entry into the tensor of that name under
