@@ -38,6 +38,22 @@ CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "regi
 CONTAINER_VIEWS = frozenset({"keys", "values", "items"})
 
 
+# Views of a dict: its keys, its values, its (key, value) pairs.
+DICT_VIEWS = frozenset({"keys", "values", "items"})
+
+
+def dict_view(mapping: KeyedItems, view: str) -> Value:
+    """``d.keys()``, ``d.values()``, ``d.items()`` of a dict whose keys are all known, item
+    by item in order; a ``for`` over the values or pairs of a dict of modules runs once
+    per item (``LayerItems``), as over a ModuleDict."""
+    keys = tuple(Const(key) for key, _ in mapping.items)
+    values = tuple(value for _, value in mapping.items)
+    items = keys if view == "keys" else values if view == "values" \
+        else tuple(Seq((key, value)) for key, value in zip(keys, values))
+    modules = bool(values) and all(isinstance(value, (ModuleObj, Instance)) for value in values)
+    return LayerItems(items) if modules and view != "keys" else Seq(items)
+
+
 # Methods of a dict that only read it.
 DICT_READERS = frozenset({"keys", "values", "items", "get", "copy"})
 

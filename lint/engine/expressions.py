@@ -15,6 +15,7 @@ from gradguard.engine.containers import (
     CONTAINER_VIEWS,
     CONTAINERS,
     DICT_READERS,
+    DICT_VIEWS,
     HOOK_REGISTRARS,
     REGISTRARS,
     SUBMODULE_ITERATORS,
@@ -23,6 +24,7 @@ from gradguard.engine.containers import (
     _ordered_dict,
     _spread_value,
     _updated,
+    dict_view,
     iterated,
     submodules,
 )
@@ -345,6 +347,9 @@ class Expressions(Room):
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
+                        and not node.args:
+                    return dict_view(owner, func.attr.value)
                 if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
@@ -457,6 +462,8 @@ class Expressions(Room):
             return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
+        if name == "filter" and len(args) == 2:  # some of its elements, unchanged
+            return IterableOf(self.element_of(st, args[1], node))
         if name == "enumerate" and args:
             return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
         if name == "setattr" and len(args) == 3:
@@ -618,7 +625,7 @@ LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr"})
+                      "int", "float", "round", "iter", "sorted", "setattr", "filter"})
 
 
 # Callables the engine does not follow that only read what they receive.
