@@ -57,7 +57,9 @@ class Mutation:
     aliased: bool = False  # written through another tensor sharing the storage
     silent: bool = False  # written through ``.data``: no counter moves, the gradient is wrong
     detach: bool = False  # not a write: ``detach_()`` of a tensor saved as an input
-    optimizer: Optional[str] = None  # ``opt`` for an ``opt.step()``, as written
+    # The call that updated every parameter it covers, as written: ``opt.step()``,
+    # ``model.load_state_dict()``.
+    updater: Optional[str] = None
     # Written inside a custom autograd Function's forward (the Function's name).
     in_function: Optional[str] = None
     # The analysed code's call that led to the write, when it is inside a followed call.

@@ -1,6 +1,6 @@
 """Whether following a call into a function can tell the engine anything that its unknown
 result would not: its syntax may write a tensor in place, freeze one, fill its ``.grad``, run
-a backward or an optimizer step, build a leaf that requires grad, a layer or a module,
+a backward, an optimizer step or a ``load_state_dict``, build a leaf that requires grad, a layer or a module,
 replace a layer (``setattr``), or call a method of ``self`` or of a module (which may).
 
 The same question is asked of libcst trees (the code being analysed) and of ``ast`` trees
@@ -19,7 +19,7 @@ from gradguard.walk import walk
 
 MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential",
                     "ModuleList", "ModuleDict", "apply"})
-CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr"})
+CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict"})
 KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
 ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 

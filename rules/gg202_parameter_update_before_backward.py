@@ -9,14 +9,16 @@ from gradguard.rules.claims import Claim
 
 class ParameterUpdateBeforeBackward(Rule):
     """## What it does
-    Finds parameter updates (``optimizer.step()``, or in-place writes to parameters, also
-    under ``torch.no_grad()``) made after a forward pass saved those parameters for
-    backward and before the backward over that forward: the GAN, actor-critic and SAM
-    orderings, e.g. ``d_loss.backward(retain_graph=True); opt_d.step();
-    g_loss.backward()`` where ``g_loss`` went through D before the step.
+    Finds parameter updates (``optimizer.step()``, ``model.load_state_dict(...)``, or
+    in-place writes to parameters, also under ``torch.no_grad()``) made after a forward
+    pass saved those parameters for backward and before the backward over that forward:
+    the GAN, actor-critic and SAM orderings, e.g. ``d_loss.backward(retain_graph=True);
+    opt_d.step(); g_loss.backward()`` where ``g_loss`` went through D before the step, or
+    a meta-learner restoring the initial weights before the meta backward.
 
     ## Why is this bad?
-    ``step()`` updates the parameters in place, which moves their version counters. The
+    ``step()`` updates the parameters in place, which moves their version counters
+    (``load_state_dict`` copies into them in place too, unless ``assign=True``). The
     later backward needs the parameters as they were in the forward pass and raises:
     ``RuntimeError: one of the variables needed for gradient computation has been
     modified by an inplace operation``.
@@ -66,7 +68,7 @@ class ParameterUpdateBeforeBackward(Rule):
         if not self.reports(mutation):
             return self.decline_claim(mutation)
         save = mutation.save
-        who = f"`{mutation.optimizer}.step()`" if mutation.optimizer is not None \
+        who = f"`{mutation.updater}`" if mutation.updater is not None \
             else f"in-place {mutation.operation} on {quote(mutation.target_text)}"
         self.report(
             mutation.node,

@@ -29,6 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.engine.common import _all_params
+from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
     HeapReads,
@@ -140,6 +141,22 @@ class UserCalls(Room):
                           function.grad_mode, call)
         return UNKNOWN if result is None else result
 
+    def call_partial(self, st: State, call: cst.Call, partial: Partial, args: list) -> Value:
+        """``p(args)`` for ``p = functools.partial(f, ...)``: ``f`` with the partial's
+        arguments first (when it can matter)."""
+        function = partial.function
+        if any(arg.star for arg in call.args) or (
+                not self.worth_following(function.node) and not rebinds_outer_names(function)):
+            return UNKNOWN
+        bindings = partial.bindings(
+            [value for arg, value in zip(call.args, args) if arg.keyword is None],
+            {arg.keyword.value: value for arg, value in zip(call.args, args)
+             if arg.keyword is not None})
+        if bindings is None:
+            return UNKNOWN
+        result = self.run(st, function, bindings, function.grad_mode, call)
+        return UNKNOWN if result is None else result
+
     def worth_following(self, definition: cst.FunctionDef) -> bool:
         """Whether following a call can tell anything: its syntax may (``relevance``), or
         it calls a function of the module that may (``quantize_`` calling the helper
@@ -163,17 +180,27 @@ class UserCalls(Room):
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
                     args: list) -> Optional[Value]:
-        """``instance.method(args)`` (``model(x)`` runs ``forward``); None if not followed."""
+        """``instance.method(args)`` (``model(x)`` runs ``forward``); None if not followed.
+        A module's forward is always followed, and so is any method a module's own method
+        calls (``self.split_heads(q)`` in ``forward``): what it returns may be a view of
+        what it was given, which the caller then writes."""
         definition = method.node
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
                 definition.name.value != "forward" and not self.worth_following(definition)
-                and not rebinds_outer_names(method)):
+                and not rebinds_outer_names(method) and not self._own_helper(instance)):
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
         bindings[params[0].name.value] = instance
         return self.run(st, method, bindings, method.grad_mode, call)
+
+    def _own_helper(self, instance: Instance) -> bool:
+        """Whether the call is made by a method of the module's class on one of its
+        instances (``self.helper(x)`` inside ``forward`` or inside another helper)."""
+        caller = self.stack.active[-1] if self.stack.active else None
+        return instance.info.is_module and caller is not None and any(
+            method.node is caller for method in instance.info.methods.values())
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making

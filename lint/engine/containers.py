@@ -18,6 +18,7 @@ from gradguard.values import (
     ModuleObj,
     Seq,
     Value,
+    join_values,
 )
 
 # Containers whose layers are known when built from a list or a mapping of layers (and
@@ -35,6 +36,22 @@ CONTAINER_GROWERS = frozenset({"append", "add_module", "extend", "insert", "regi
 
 # What a ModuleDict's views give, item by item: its names, its layers, or both.
 CONTAINER_VIEWS = frozenset({"keys", "values", "items"})
+
+
+# Views of a dict: its keys, its values, its (key, value) pairs.
+DICT_VIEWS = frozenset({"keys", "values", "items"})
+
+
+def dict_view(mapping: KeyedItems, view: str) -> Value:
+    """``d.keys()``, ``d.values()``, ``d.items()`` of a dict whose keys are all known, item
+    by item in order; a ``for`` over the values or pairs of a dict of modules runs once
+    per item (``LayerItems``), as over a ModuleDict."""
+    keys = tuple(Const(key) for key, _ in mapping.items)
+    values = tuple(value for _, value in mapping.items)
+    items = keys if view == "keys" else values if view == "values" \
+        else tuple(Seq((key, value)) for key, value in zip(keys, values))
+    modules = bool(values) and all(isinstance(value, (ModuleObj, Instance)) for value in values)
+    return LayerItems(items) if modules and view != "keys" else Seq(items)
 
 
 # Methods of a dict that only read it.
@@ -64,6 +81,48 @@ def _modules_in(model: Value) -> list:
             if module.container is not None:
                 pending.extend(module.container.children)
     return found
+
+
+# Module methods that iterate its modules: what each gives is ``submodules``'.
+SUBMODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_children"})
+
+
+def submodules(model: Value, method: str) -> Value:
+    """``model.modules()`` (the model and every module below it, parents first),
+    ``model.children()`` (its own layers), and their ``named_`` forms (each with a name
+    not known), as ``LayerItems`` a ``for`` runs once per item; unknown where a container
+    below holds layers not known. An attribute of the file's own module whose value is
+    not known is left out: the engine knows no parameter of it either."""
+    found = _modules_in(model) if method in ("modules", "named_modules") \
+        else _children_of(model)
+    if any(isinstance(module, ModuleObj) and UNKNOWN in module.children for module in found):
+        return UNKNOWN
+    if method.startswith("named_"):
+        return LayerItems(tuple(Seq((UNKNOWN, module)) for module in found))
+    return LayerItems(tuple(found))
+
+
+def _children_of(model: Value) -> list:
+    """A module's own layers (each once)."""
+    if isinstance(model, ModuleObj):
+        children = list(model.children)
+    elif isinstance(model, Instance):
+        children = list(model.attributes().values())
+        if isinstance(model.container, ModuleObj):
+            children += model.container.children
+    else:
+        return [UNKNOWN_LAYER]
+    found, seen = [], set()
+    for child in children:
+        if isinstance(child, (ModuleObj, Instance)) and (type(child), child.obj) not in seen:
+            seen.add((type(child), child.obj))
+            found.append(child)
+        elif child is UNKNOWN and isinstance(model, ModuleObj):
+            return [UNKNOWN_LAYER]
+    return found
+
+
+UNKNOWN_LAYER = ModuleObj(kind="", obj=None, children=(UNKNOWN,))  # stands for "not known"
 
 
 def _container_layers(kind: str, node: cst.Call, args: list) -> Optional[tuple]:
@@ -109,7 +168,16 @@ def _next_position(container: ModuleObj) -> Optional[str]:
 
 def _layer_at(container: ModuleObj, key: object) -> Value:
     """``container[key]``: by name (``heads["a"]``) or, in a Sequential or ModuleList, by
-    position (``block[-1]``); unknown where the layers are not."""
+    position (``block[-1]``; ``ANY_POSITION``: a number not known, which gives what every
+    layer is alike, since a position out of range raises); unknown where the layers are
+    not."""
+    if key is ANY_POSITION:
+        if container.kind not in INDEXED_CONTAINERS or not container.children:
+            return UNKNOWN
+        layer = container.children[0]
+        for other in container.children[1:]:
+            layer = join_values(layer, other)
+        return layer
     if isinstance(key, str):
         child = container.child_named(key)
         return child if child is not None else UNKNOWN
@@ -118,6 +186,9 @@ def _layer_at(container: ModuleObj, key: object) -> Value:
             and -len(container.children) <= key < len(container.children):
         return container.children[key]
     return UNKNOWN
+
+
+ANY_POSITION = object()  # an index whose number is not known (``layers[i]``)
 
 
 def _keyed_pairs(value: Value) -> Optional[tuple]:

@@ -116,6 +116,9 @@ class ControlFlow(Room):
         def body(state: State) -> Optional[State]:
             for obj, facts in fresh.items():
                 state.heap[obj] = facts
+            if state.alias_writes:  # a write through an alias of the last pass's element
+                state.alias_writes = frozenset(  # is not one into this pass's
+                    write for write in state.alias_writes if write.watched not in fresh)
             self.statements.bind_target(node.target, element, state, node)
             return self.engine.suite(node.body, state)
 

@@ -47,6 +47,9 @@ class Definitions(Room):
         self.walrus = text is None or ":=" in text
         # the method whose body is analysed on its own now: (self's name, def)
         self.method: Optional[tuple[str, cst.FunctionDef]] = None
+        # a method's scope -> the name of its ``self`` and the methods its class inherits
+        # (what ``super().m()`` calls)
+        self.inherited: dict = {}
 
     def function_def(self, node: cst.FunctionDef, st: State,
                       self_value: Optional[Instance] = None,
@@ -195,10 +198,17 @@ class Definitions(Room):
             if isinstance(statement, cst.FunctionDef):
                 continue
             body_state = self.engine.block([statement], body_state) or body_state
+        inherited_methods = {}
+        for parent in reversed(inherited):  # the first base's come first in the MRO
+            inherited_methods.update(parent.methods)
         for method in methods:
             info.methods[method.name.value] = FunctionVal(
                 method, self._decorator_grad_mode(method, body_state), self.file.scope,
                 self.scope_of(method, st.scope))
+            params = method.params.posonly_params or method.params.params
+            if params and not _is_static(method):
+                self.inherited[info.methods[method.name.value].scope] = (
+                    params[0].name.value, inherited_methods)
         for method in methods:
             if method.name.value == "__init__":
                 init_state = self._init_state(method, st, self_value)

@@ -7,23 +7,31 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.common import _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.constants import folded_binary, folded_comparison
 from gradguard.engine.containers import (
+    ANY_POSITION,
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
     CONTAINERS,
     DICT_READERS,
+    DICT_VIEWS,
     HOOK_REGISTRARS,
     REGISTRARS,
+    SUBMODULE_ITERATORS,
     _container_view,
     _layer_at,
     _ordered_dict,
     _spread_value,
     _updated,
+    dict_view,
     iterated,
+    submodules,
 )
+from gradguard.engine.partials import Partial, partial_of
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
+from gradguard.engine.shapes import Dim
 from gradguard.events import (
     IndexKind,
 )
@@ -146,6 +154,8 @@ class Expressions(Room):
     def _binary(self, node: cst.BinaryOperation, st: State) -> Value:
         left = self.evaluate(node.left, st)
         right = self.evaluate(node.right, st)
+        if isinstance(node.operator, cst.FloorDivide) and isinstance(left, Dim):
+            return left.divided(right) or UNKNOWN
         if isinstance(node.operator, cst.Add) and isinstance(left, (Seq, IterableOf)) \
                 and isinstance(right, (Seq, IterableOf)):
             return _concatenate(left, right)
@@ -157,7 +167,7 @@ class Expressions(Room):
                                   OpName.of("operator", BINARY_OPS.get(type(node.operator), "op")),
                                   operands)
         if is_number(left) and is_number(right):
-            return NUMBER
+            return folded_binary(node.operator, left, right) or NUMBER
         return UNKNOWN
 
     def _comparison(self, node: cst.Comparison, st: State) -> Value:
@@ -166,6 +176,9 @@ class Expressions(Room):
         identity = self._none_test(node, operands, st)
         if identity is not None:
             return identity
+        folded = folded_comparison(node, operands)
+        if folded is not None:
+            return folded
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
@@ -311,8 +324,8 @@ class Expressions(Room):
         if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
                 and -len(base.items) <= index.value < len(base.items):
             return base.items[index.value]
-        if isinstance(base, ModuleObj) and isinstance(index, Const):
-            return _layer_at(base, index.value)
+        if isinstance(base, ModuleObj) and (isinstance(index, Const) or index is NUMBER):
+            return _layer_at(base, index.value if isinstance(index, Const) else ANY_POSITION)
         return UNKNOWN
 
     def _call(self, node: cst.Call, st: State) -> Value:
@@ -321,6 +334,10 @@ class Expressions(Room):
             args = [self.evaluate(arg.value, st) for arg in node.args]
             self.modules.super_init(node, self.stack.constructing[-1], args)
             return Const(None)
+        if _is_super_call(func):
+            result = self._super_call(node, func.attr.value, st)
+            if result is not None:
+                return result
         if isinstance(func, cst.Attribute):
             path = dotted(func)
             receiver = st.lookup(path) if path is not None else None
@@ -330,6 +347,9 @@ class Expressions(Room):
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
+                        and not node.args:
+                    return dict_view(owner, func.attr.value)
                 if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
                         and path is not None:
                     args = [self.evaluate(arg.value, st) for arg in node.args]
@@ -338,6 +358,11 @@ class Expressions(Room):
                 if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.method_call(st, node, owner, func.attr.value, args)
+                if owner is UNKNOWN and func.attr.value in ("parameters", "named_parameters"):
+                    for arg in node.args:
+                        self.evaluate(arg.value, st)
+                    # used as a module: its parameters are leaves (``received_parameters``)
+                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters")
                 if isinstance(owner, FunctionContext):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.custom_functions.context_method(node, func.attr.value, args)
@@ -346,6 +371,19 @@ class Expressions(Room):
             receiver = self.evaluate(func, st)
         args = [self.evaluate(arg.value, st) for arg in node.args]
         return self.call_value(st, node, receiver, args)
+
+    def _super_call(self, node: cst.Call, name: str, st: State) -> Optional[Value]:
+        """``super().forward(x)``, ``super().helper(x)`` in a method of a class of the
+        file: the method its class inherits, run with the same ``self``; None where that
+        is not known (a torch class's method, a method not followed)."""
+        self_name, inherited = self.definitions.inherited.get(st.scope, ("", {}))
+        method = inherited.get(name)
+        owner = st.lookup(self_name) if self_name else None
+        if method is None or not isinstance(owner, Instance):
+            return None
+        args = [self.evaluate(arg.value, st) for arg in node.args]
+        result = self.calls.call_method(st, node, owner, method, args)
+        return UNKNOWN if result is None else result
 
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
@@ -373,6 +411,15 @@ class Expressions(Room):
             return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
+            partial = partial_of(node, args) if callee.qualname == "functools.partial" else None
+            if partial is None:  # reduce(f, modules), a partial of a function not known
+                self.opaque_call(st, node, args)
+            return partial or UNKNOWN
+        if isinstance(callee, Partial):
+            return self.calls.call_partial(st, node, callee, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("copy."):
+            return self.modules.copied(st, node, callee.qualname[5:], args)
         if isinstance(callee, Ref) and callee.qualname.startswith("math."):
             return NUMBER  # math.log(t) of a one-element tensor too: a float, no graph
         if isinstance(callee, Ref):
@@ -415,6 +462,8 @@ class Expressions(Room):
             return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
+        if name == "filter" and len(args) == 2:  # some of its elements, unchanged
+            return IterableOf(self.element_of(st, args[1], node))
         if name == "enumerate" and args:
             return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
         if name == "setattr" and len(args) == 3:
@@ -448,7 +497,9 @@ class Expressions(Room):
             self.saved.note_owner(iterable)
             owner = iterable.owner
             obj = (getattr(owner, "obj", id(site)), "*params")
-            if obj not in st.heap:
+            if obj not in st.heap and owner is UNKNOWN:
+                st.heap[obj] = self.modules.received_parameters(st, obj, site)
+            elif obj not in st.heap:
                 origin = owner.origin if isinstance(owner, ModuleObj) else site
                 st.heap[obj] = self.modules.parameter_facts(st, owner, origin, "a parameter")
             parameter = TensorRef(obj)
@@ -479,10 +530,10 @@ class Expressions(Room):
                 # backward none has one, and the step changes nothing)
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
                     else "the optimizer"
-                for obj in owner.owners:
-                    for written in ((obj, PARAMS), obj):
-                        self.saved.write_to_saved(st, node, written, text, f"`{text}.step()`",
-                                            parameter_update=True, optimizer=text)
+                self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
+            return UNKNOWN
+        if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):
+            self.modules.load_state_dict(st, node, owner, args)
             return UNKNOWN
         if name in ("parameters", "named_parameters") \
                 and not (isinstance(owner, Instance) and name in owner.info.methods):
@@ -491,8 +542,9 @@ class Expressions(Room):
             return ParamsOf(owner, named=name == "named_parameters")
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
-        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
-                and isinstance(args[0], FunctionVal) and isinstance(args[0].node, cst.FunctionDef):
+        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
+                isinstance(args[0], Partial) or isinstance(args[0], FunctionVal)
+                and isinstance(args[0].node, cst.FunctionDef)):
             self.modules.apply_to_modules(st, owner, args[0], node)
             return owner
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
@@ -501,6 +553,8 @@ class Expressions(Room):
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.modules.module_call(st, node, owner, args)
+        if isinstance(owner, (ModuleObj, Instance)) and name in SUBMODULE_ITERATORS and not args:
+            return submodules(owner, name)
         if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
             return _container_view(owner, name)
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
@@ -574,7 +628,7 @@ LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr"})
+                      "int", "float", "round", "iter", "sorted", "setattr", "filter"})
 
 
 # Callables the engine does not follow that only read what they receive.
@@ -607,6 +661,13 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
 
 def _is_super_init(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+def _is_super_call(func: cst.BaseExpression) -> bool:
+    """``super().name`` (``super()`` with no arguments, or ``super(Cls, self)``)."""
+    return isinstance(func, cst.Attribute) and func.attr.value != "__init__" \
         and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
         and func.value.func.value == "super"
 

@@ -106,6 +106,7 @@ MAX_REEXPORTS = 8  # packages an imported name is followed through (__init__ re-
 def _is_known_module(module: str) -> bool:
     """torch, and the standard modules whose functions the engine follows
     (``itertools.chain`` over parameters, ``collections.OrderedDict`` of layers, ``math``'s
-    functions, which give numbers)."""
-    return module in ("torch", "itertools", "collections", "math") or module.startswith("torch.")
+    functions, which give numbers, ``copy.deepcopy`` of a model, ``functools.partial``)."""
+    return module in ("torch", "itertools", "collections", "math", "copy", "functools") \
+        or module.startswith("torch.")
 

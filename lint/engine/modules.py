@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Optional
+import re
+from dataclasses import replace
+from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -17,6 +19,8 @@ from gradguard.engine.containers import (
     _spread_value,
     _with_layers,
 )
+from gradguard.engine.copies import deep_copy
+from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
@@ -41,6 +45,9 @@ class Modules(Room):
         super().__init__(engine, **contexts)
         # module object -> the hooks registered on it: (registering method, function)
         self.hooks: dict[Hashable, list] = {}
+        # the parameters of modules known only by their use (``received_parameters``)
+        self.received: set[Hashable] = set()
+        self._may_freeze: Optional[bool] = None  # whether the file's text may freeze one
 
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:
@@ -63,16 +70,74 @@ class Modules(Room):
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
 
-    def apply_to_modules(self, st: State, model: Value, function: FunctionVal,
+    def apply_to_modules(self, st: State, model: Value, function: Value,
                          node: cst.Call) -> None:
-        """``model.apply(init_fn)`` (``node``): ``init_fn`` runs on every module of the
-        model, its layers first, as torch does."""
-        params = list(function.node.params.posonly_params) + list(function.node.params.params)
-        if not params:
-            return
+        """``model.apply(init_fn)`` (``node``): ``init_fn`` (a function of the file, or a
+        ``functools.partial`` of one) runs on every module of the model, its layers first,
+        as torch does."""
         for module in reversed(_modules_in(model)):
-            self.calls.run(st, function, {params[0].name.value: module}, function.grad_mode,
-                           node)
+            if isinstance(function, Partial):
+                bindings = function.bindings([module], {})
+                target = function.function
+            else:
+                params = list(function.node.params.posonly_params) \
+                    + list(function.node.params.params)
+                bindings = {params[0].name.value: module} if params else None
+                target = function
+            if bindings is None:
+                return
+            self.calls.run(st, target, bindings, target.grad_mode, node)
+
+    def load_state_dict(self, st: State, node: cst.Call, model: Value, args: list) -> None:
+        """``model.load_state_dict(sd)`` copies each entry into the tensor of that name under
+        no_grad: a parameter update of every tensor the model holds, as an optimizer's step
+        is. Only where torch certainly copies them all: ``strict`` (every key present, else
+        it raises) and not ``assign=True`` (which swaps the tensors, leaving the saved ones
+        as they were)."""
+        strict = self.expressions.argument(node, args, "strict", 1)
+        assign = self.expressions.argument(node, args, "assign", 2)
+        if any(arg.star for arg in node.args) or strict not in (None, Const(True)) \
+                or assign not in (None, Const(False)):
+            return
+        text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) else "the model"
+        self.saved.update_parameters(st, node, self.saved.owners_of(model), text,
+                                     f"{text}.load_state_dict()")
+
+    def copied(self, st: State, node: cst.Call, function: str, args: list) -> Value:
+        """``copy.deepcopy(model)``: a model of the same structure and flags, with new
+        parameters (``copies``). ``copy.copy`` and the rest only read their argument; what
+        they give is unknown."""
+        if function != "deepcopy" or len(args) != 1 or node.args[0].keyword is not None \
+                or node.args[0].star:
+            return UNKNOWN
+        copy, facts = deep_copy(args[0], self.tensors.contextual(id(node)), st.heap)
+        for obj, fact in facts.items():
+            st.heap[obj] = fact
+        return copy
+
+    def reparametrized(self, st: State, node: cst.Call, suffixes: tuple, args: list) -> Value:
+        """``nn.utils.weight_norm(layer)`` and the like: the layer's ``weight`` is no
+        longer a parameter but a tensor computed from the ones registered in its place
+        (``weight_g`` and ``weight_v``: ``suffixes``), each a leaf that requires grad
+        (where torch keeps them as attributes). The layer changes in place: the name the
+        code passed is bound to it as changed. A layer or a parameter name the engine does
+        not know leaves what the name holds unknown."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return UNKNOWN
+        layer, name = args[0], self.expressions.argument(node, args, "name", 1)
+        if name is None:
+            name = self.expressions.argument(node, args, "tensor_name", 1)
+        changed: Value = UNKNOWN
+        if isinstance(layer, ModuleObj) and (name is None or isinstance(name, Const)
+                                             and isinstance(name.value, str)):
+            replaced = "weight" if name is None else name.value
+            kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
+            changed = replace(layer, parameters=kept + tuple(
+                replaced + suffix for suffix in suffixes), unsure=layer.unsure - {replaced})
+        path = dotted(node.args[0].value)
+        if path is not None and isinstance(layer, (ModuleObj, Instance)):
+            st.bind(path, changed)
+        return changed
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
@@ -83,6 +148,38 @@ class Modules(Room):
             if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
                     and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
                 st.heap[obj] = facts.evolve(requires_grad=flag)
+
+    def received_parameters(self, st: State, obj: Hashable, site: cst.CSTNode) -> TensorFacts:
+        """A parameter of a module the engine knows only because the code uses it as one
+        (``model.parameters()`` of a ``model`` it receives): a leaf, as every
+        ``nn.Parameter`` is, whose ``requires_grad`` is not known (code out of view may
+        have frozen it) until the code computes with its ``.grad`` (``lifted_by_grad``)."""
+        self.received.add(obj)
+        return TensorFacts(requires_grad=Tri.MAYBE, is_leaf=Tri.YES,
+                           grad_origin=Origin(site, "a parameter", parameter=True))
+
+    def lifted_by_grad(self, st: State, node: cst.CSTNode, values: Iterable[Value]) -> None:
+        """``lr * p.grad``, ``p.add_(p.grad)``: the code computes with the ``.grad`` of a
+        parameter of a module known only by use, so that ``.grad`` is a tensor, which a
+        backward gives only to a leaf that requires grad: from here on the parameter
+        requires grad. Not in a file that may freeze parameters itself (``FREEZES``: a
+        parameter frozen after its backward keeps its ``.grad``); a ``.grad`` the code
+        assigns itself is another object. (One left from before code out of view froze
+        the parameter is the case this cannot see.)"""
+        if self._may_freeze is None:
+            self._may_freeze = FREEZES.search(self.file.scope.text) is not None
+        if self._may_freeze:
+            return
+        for value in values:
+            if not (isinstance(value, TensorRef) and isinstance(value.obj, tuple)
+                    and len(value.obj) == 2 and value.obj[1] == "grad"
+                    and value.obj[0] in self.received):
+                continue
+            parameter = value.obj[0]
+            facts = st.heap.get(parameter)
+            if facts is not None and facts.requires_grad is Tri.MAYBE:
+                st.heap[parameter] = facts.evolve(requires_grad=Tri.YES, grad_origin=Origin(
+                    node, "a parameter whose `.grad` is computed with", parameter=True))
 
     def parameter_facts(self, st: State, owner: Value, origin: object, how: str) -> TensorFacts:
         frozen = st.heap.get((getattr(owner, "obj", None), "*frozen"))
@@ -327,6 +424,10 @@ class Modules(Room):
 
 
 # Layers whose forward returns a tuple: (output, hidden state), (output, attention weights).
+# Code that may turn a parameter's requires_grad off: ``requires_grad_(...)``,
+# ``p.requires_grad = ...``, ``setattr(...)``.
+FREEZES = re.compile(r"requires_grad_\(|\.requires_grad\s*=[^=]|setattr\(")
+
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
 
 

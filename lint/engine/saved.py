@@ -213,7 +213,7 @@ class SavedTensors(Room):
     def write_to_saved(self, st: State, node: cst.CSTNode, written: Hashable, text: str,
                        operation: str, parameter_update: bool,
                        target: Optional[Hashable] = None, silent: bool = False,
-                       detach: bool = False, optimizer: Optional[str] = None,
+                       detach: bool = False, updater: Optional[str] = None,
                        flag: Optional[tuple] = None) -> bool:
         """A write moved the version counter of ``written`` (through the object
         ``target``): every live save of that storage now has a pending mutation, unless
@@ -231,12 +231,23 @@ class SavedTensors(Room):
             st.mutations = st.mutations | frozenset(
                 Mutation(save, node, text, operation, parameter_update,
                          aliased=target is not None and target != save.storage, silent=silent,
-                         detach=detach, optimizer=optimizer,
+                         detach=detach, updater=updater,
                          in_function=self.custom_functions.current,
                          via=self.stack.via(written),
                          called_from=self.stack.outermost, flag=flag)
                 for save in fresh)
         return True
+
+    def update_parameters(self, st: State, node: cst.CSTNode, owners: Iterable[Hashable],
+                          text: str, updater: str) -> None:
+        """A parameter update of everything ``owners`` hold, in place (``opt.step()``,
+        ``model.load_state_dict(sd)``, which copies into each parameter under no_grad):
+        every live save of their parameters and tensors gets a pending mutation
+        (``updater``: the call, as written)."""
+        for obj in owners:
+            for written in ((obj, PARAMS), obj):
+                self.write_to_saved(st, node, written, text, f"`{updater}`",
+                                    parameter_update=True, updater=updater)
 
     def run_backward(self, st: State, node: cst.CSTNode, roots: Iterable[Value],
                      retain: Tri, text: str = Prose("the tensor"),

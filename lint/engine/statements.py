@@ -11,6 +11,7 @@ import libcst as cst
 from gradguard.engine.common import dotted, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
+from gradguard.engine.shapes import Shape
 from gradguard.engine.tensors import inplace_chain_head
 from gradguard.events import InplaceWrite
 from gradguard.knowledge import OpName
@@ -122,8 +123,7 @@ class Statements(Room):
                 self._store_item(target, base, value, st)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
-            items = value.items if isinstance(value, Seq) and len(value.items) == len(elements) \
-                else (value.element,) * len(elements) if isinstance(value, IterableOf) else None
+            items = _unpacked(value, elements)
             for position, element in enumerate(elements):
                 item = items[position] if items is not None else UNKNOWN
                 if isinstance(element, cst.StarredElement):
@@ -273,3 +273,16 @@ AUGMENTED_OPERATORS = {
     cst.BitXorAssign: "^=", cst.LeftShiftAssign: "<<=", cst.RightShiftAssign: ">>=",
 }  # ``@=`` is absent on purpose: on tensors it rebinds, it is not in place
 
+
+def _unpacked(value: Value, elements: tuple) -> Optional[tuple]:
+    """What ``a, b, c = value`` binds to each target, when known: a sequence's items, an
+    iterable's element each time, the sizes of a tensor's dimensions (``x.size()``: only
+    without a starred target, which leaves the number of dimensions open)."""
+    if isinstance(value, Seq) and len(value.items) == len(elements):
+        return value.items
+    if isinstance(value, IterableOf):
+        return (value.element,) * len(elements)
+    if isinstance(value, Shape) and not any(isinstance(element, cst.StarredElement)
+                                            for element in elements):
+        return value.unpacked(len(elements))
+    return None

@@ -16,6 +16,7 @@ from gradguard.engine.common import (
     view_chain,
 )
 from gradguard.engine.room import Room
+from gradguard.engine.shapes import Shape, splits_dimensions
 from gradguard.events import (
     AliasWriteRead,
     DetachInplace,
@@ -121,6 +122,9 @@ class Tensors(Room):
         Its graph holds the saves of its inputs' graphs, plus what ``producer`` saves of
         ``operands`` (argument key -> (value, text)) by the saved-tensor table."""
         display = producer.display()
+        inputs = list(inputs)
+        if self.modules.received:
+            self.modules.lifted_by_grad(st, node, inputs)
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         assumed = known = False  # inputs requiring grad by assumption only; in fact
@@ -206,20 +210,28 @@ class Tensors(Room):
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
         keeps_layout = producer.key() in SHAPE_VIEWS
+        # a view of an output of unbind/split/chunk is one too (torch propagates how the
+        # base was made), named by that op
+        inherited = base_facts.multi_view and not multi_view
         return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
-            created_with_grad=st.grad, producer=producer.display(), saves=base_facts.saves,
-            multi_view=multi_view, function_view=base_facts.function_view,
+            created_with_grad=st.grad,
+            producer=base_facts.producer if inherited else producer.display(),
+            saves=base_facts.saves, multi_view=multi_view or base_facts.multi_view,
+            function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
             assumed_grad=base_facts.assumed_grad))
 
     def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
-                 producer: OpName) -> Optional[TensorRef]:
+                 producer: OpName, sizes: tuple = ()) -> Optional[TensorRef]:
         """``reshape``, ``flatten``, ``ravel``, ``contiguous`` of a tensor known to be
-        contiguous: a view of it (``contiguous()``: the tensor itself); None when its
+        contiguous, or a ``reshape`` to ``sizes`` that only splits its dimensions
+        (``shapes``): a view of it (``contiguous()``: the tensor itself); None when its
         layout is unknown (a view or a copy)."""
-        if self.facts(st, tensor).contiguous is not Tri.YES \
-                or producer.key() not in RESHAPES:
+        if producer.key() not in RESHAPES:
+            return None
+        if self.facts(st, tensor).contiguous is not Tri.YES and not (
+                producer.key() == "reshape" and splits_dimensions(tensor.obj, sizes)):
             return None
         if producer.key() == "contiguous":
             return tensor
@@ -300,6 +312,9 @@ class Tensors(Room):
         through_data = counter != memory  # the chain passes through .data
         hits_saved = through_data and bool(self.saved.saves_covered(st, memory))
         operands = list(operands)
+        if self.modules.received:
+            self.modules.lifted_by_grad(st, node, operands)
+            facts = self.facts(st, target)
         if self.engine.listens("inplace_write"):
             self.engine.dispatch("inplace_write", InplaceWrite(
                 node=node, target_text=text, target=facts, root=root_facts,
@@ -390,6 +405,8 @@ class Tensors(Room):
             return TensorRef(obj)
         if attr in ("ndim",):
             return NUMBER
+        if attr == "shape":
+            return Shape(base.obj)
         return UNKNOWN
 
     def detached(self, st: State, node: cst.Call, tensor: TensorRef, how: str) -> TensorRef:
@@ -464,12 +481,13 @@ class Tensors(Room):
         if name in self.knowledge.multi_view_methods:
             return self.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
-            return NUMBER if name != "size" or args else UNKNOWN
+            return NUMBER if name != "size" else Shape(tensor.obj) if not node.args else NUMBER
         if name in self.knowledge.non_tensor_methods or name in ("backward", "register_hook",
                                                         "retain_grad", "tolist", "numpy"):
             return UNKNOWN
         if name in self.knowledge.maybe_view_methods:
-            view = self.reshaped(st, node, tensor, op)
+            sizes = args[0].items if len(args) == 1 and isinstance(args[0], Seq) else tuple(args)
+            view = self.reshaped(st, node, tensor, op, sizes)
             if view is not None:
                 return view
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.

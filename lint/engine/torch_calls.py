@@ -110,6 +110,8 @@ class TorchCalls(Room):
             return self._namespaced_op(st, node, OpName.of(namespace, name), args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
+        if qualname in REPARAMETRIZATIONS:
+            return self.modules.reparametrized(st, node, REPARAMETRIZATIONS[qualname], args)
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN
@@ -163,7 +165,9 @@ class TorchCalls(Room):
         if name in self.knowledge.view_functions and isinstance(arg0, TensorRef):
             return self.tensors.view_of(st, node, arg0, op)
         if name in self.knowledge.maybe_view_functions and isinstance(arg0, TensorRef):
-            view = self.tensors.reshaped(st, node, arg0, op)
+            shape = args[1] if len(args) == 2 and node.args[1].keyword is None else None
+            view = self.tensors.reshaped(st, node, arg0, op,
+                                         shape.items if isinstance(shape, Seq) else ())
             if view is not None:
                 return view
         if name in self.knowledge.multi_view_functions:
@@ -264,6 +268,19 @@ def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorF
         call = call.args[0].value
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
         and call.func.attr.value == "item"
+
+
+# Utilities that replace a layer's parameter by others it is computed from, each with the
+# parameters they register in its place, as attributes of the layer (the new-style ones
+# keep them under ``layer.parametrizations``).
+REPARAMETRIZATIONS = {
+    "torch.nn.utils.weight_norm": ("_g", "_v"),
+    "torch.nn.utils.spectral_norm": ("_orig",),
+    "torch.nn.utils.parametrizations.weight_norm": (),
+    "torch.nn.utils.parametrizations.spectral_norm": (),
+    "torch.nn.utils.parametrizations.orthogonal": (),
+    "torch.nn.utils.parametrize.register_parametrization": (),
+}
 
 
 def _parameter_sources(value: Value) -> list:
