@@ -111,6 +111,10 @@ from gradguard.rules.claims import SavedWrite
 
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
+# pytest leaves out of a failure's traceback the frames of a module that sets this: a test
+# that fails under ``pytest --gradguard`` shows the frames it shows without the monitor.
+__tracebackhide__ = True
+
 MONITORED_CODES = frozenset({
     "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
     "GG207", "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
@@ -426,10 +430,14 @@ class _Mode(TorchFunctionMode):
 
 
 class Monitor:
-    """Context manager: while active, hazards are appended to ``events`` as they happen."""
+    """Context manager: while active, hazards are appended to ``events`` as they happen,
+    and each is passed to ``on_event`` (when given) at that moment: a host that shows them
+    as they come (the IPython extension) prints them before the error they explain."""
 
-    def __init__(self, user_files: Callable[[str], bool] = default_user_files):
+    def __init__(self, user_files: Callable[[str], bool] = default_user_files,
+                 on_event: Optional[Callable[[Event], None]] = None):
         self.user_files = user_files
+        self.on_event = on_event
         self.events: list[Event] = []
         self._seen: set = set()
         self._user: dict[str, bool] = {}
@@ -534,15 +542,23 @@ class Monitor:
         return False
 
     def _finish(self) -> None:
-        """Settle the GG302 candidates: a ``.data`` write that was not a GG301."""
+        """Leaving: the GG302 candidates settled, the GG303/GG306 writes still waiting for a
+        read dropped."""
+        self.settle_data_writes()
+        self._dirty.clear()
+        self._cut.clear()
+        self._watch = False
+
+    def settle_data_writes(self) -> None:
+        """Report the ``.data`` writes seen so far that were not GG301 as GG302. Leaving
+        the monitor does it; a host that keeps one monitor over many steps (pytest's test
+        phases, notebook cells) calls it after each, so a write is reported with its step
+        (a backward in a later step that finds it corrupted a saved tensor adds GG301)."""
         gg301 = {(e.file, e.line) for e in self.events if e.code == "GG301"}
         for (file, line), (message,) in self._data_writes.items():
             if (file, line) not in gg301:
                 self._emit("GG302", file, line, message)
         self._data_writes.clear()
-        self._dirty.clear()
-        self._cut.clear()
-        self._watch = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -574,7 +590,10 @@ class Monitor:
         if key in self._seen:
             return
         self._seen.add(key)
-        self.events.append(Event(code, file, line, message, related))
+        event = Event(code, file, line, message, related)
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _emit_event(self, event: Optional[Event]) -> None:
         if event is not None:
