@@ -25,6 +25,7 @@ import linecache
 import sys
 from typing import Optional
 
+from gradguard.files import display_path
 from gradguard.verify.hosts import describe, user_files_outside
 
 HOST_PACKAGES = ("IPython", "ipykernel", "jupyter_client", "traitlets", "tornado", "zmq",
@@ -87,7 +88,8 @@ class CellMonitor:
 
     def show(self, event) -> None:
         cell = self.cell_name(event.file)
-        where = f"Cell {cell}, line {event.line}" if cell else f"{event.file}:{event.line}:1"
+        where = (f"Cell {cell}, line {event.line}" if cell
+                 else f"{display_path(event.file)}:{event.line}:1")
         text = f"gradguard: {describe(event, where)}"
         source = linecache.getline(event.file, event.line).strip()
         if source:

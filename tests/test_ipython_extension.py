@@ -17,15 +17,12 @@ notebook's cells, in order (IPython numbers them from 1):
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
 
-pytest.importorskip("torch")
 WHY = "a real kernel needs nbclient and ipykernel (the test extra)"
-nbformat = pytest.importorskip("nbformat", reason=WHY)
-nbclient = pytest.importorskip("nbclient", reason=WHY)
-pytest.importorskip("ipykernel", reason=WHY)
 
 SIGMOID_WRITTEN = "out = x.sigmoid()\nout += 1\nout.sum().backward()"
 CELLS = [
@@ -45,6 +42,10 @@ GG201 = "GG201 an in-place write modifies a tensor that a live graph saved"
 @pytest.fixture(scope="module")
 def cells(tmp_path_factory):
     """The executed notebook's code cells, in order (cells[0] is In[1])."""
+    pytest.importorskip("torch")
+    nbformat = pytest.importorskip("nbformat", reason=WHY)
+    nbclient = pytest.importorskip("nbclient", reason=WHY)
+    pytest.importorskip("ipykernel", reason=WHY)
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     client = nbclient.NotebookClient(
         notebook, kernel_name="python3", timeout=180, allow_errors=True,
@@ -105,3 +106,9 @@ def test_without_torch_loading_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails
     with pytest.raises(ImportError, match=r"needs torch \(pip install 'gradguard\[verify\]'\)"):
         ipython.load(object())
+
+
+def test_the_extension_imports_torch_only_when_loaded():
+    code = ("import sys, gradguard; gradguard.load_ipython_extension; "
+            "assert 'torch' not in sys.modules and 'IPython' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

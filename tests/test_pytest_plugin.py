@@ -59,9 +59,10 @@ def test_without_the_option_the_plugin_is_loaded_and_imports_nothing(pytester):
 
 def test_help_lists_the_options(pytester):
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(["autograd hazards (gradguard's runtime monitor):",
-                                 "*--gradguard *run each test under gradguard's runtime monitor*",
-                                 "*--gradguard-fail *as --gradguard, and a test in which a hazard*"])
+    result.stdout.fnmatch_lines([
+        "autograd hazards (gradguard's runtime monitor):",
+        "*--gradguard *run each test under gradguard's runtime monitor*",
+        "*--gradguard-fail *as --gradguard, and a test in which a hazard*"])
 
 
 def test_a_hazard_is_reported_at_the_users_line_with_its_code(pytester):

@@ -7,7 +7,9 @@ the moment it happens, at the user's own source line.
 
     events, error = run_path("train.py", ["train.py", "--epochs", "1"])
 
-Only the verifier's child process imports this module (the linter never does).
+The verifier's child process imports this module, and so do ``pytest --gradguard`` and
+``%load_ext gradguard`` (``gradguard.pytest_plugin``, ``gradguard.ipython``); the linter
+never does.
 
 How it sees things
 ------------------
