@@ -1,6 +1,6 @@
 """``%load_ext gradguard``: the runtime monitor in IPython and Jupyter.
 
-From the cell after ``%load_ext gradguard`` on, the cells run under one ``Monitor``
+From ``%load_ext gradguard`` on, the cells run under one ``Monitor``
 (``gradguard.verify.monitor``), kept from cell to cell: a graph built in one cell and
 written in place in the next is seen when a later cell's ``backward()`` reaches it. Each
 hazard is printed on standard error the moment the monitor sees it, before the error it
@@ -26,7 +26,7 @@ import sys
 from typing import Optional
 
 from gradguard.files import display_path
-from gradguard.verify.hosts import describe, user_files_outside
+from gradguard.verify.hosts import describe, torch_missing, user_files_outside
 
 HOST_PACKAGES = ("IPython", "ipykernel", "jupyter_client", "traitlets", "tornado", "zmq",
                  "comm", "prompt_toolkit")
@@ -38,17 +38,16 @@ def load(shell) -> None:
     """Start monitoring the cells of ``shell`` (an ``InteractiveShell``)."""
     if id(shell) in _running:
         return
-    try:
-        import torch  # noqa: F401, PLC0415
-    except ImportError as error:
-        raise ImportError(f"gradguard's monitor needs torch (pip install 'gradguard[verify]'): "
-                          f"{error}") from None
+    missing = torch_missing()
+    if missing:
+        raise ImportError(f"gradguard's monitor {missing}")
     watcher = CellMonitor(shell)
     watcher.start()
     _running[id(shell)] = watcher
 
 
 def unload(shell) -> None:
+    """Stop monitoring the cells of ``shell``."""
     watcher = _running.pop(id(shell), None)
     if watcher is not None:
         watcher.stop()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pytest
 
-from gradguard.verify.hosts import describe, user_files_outside
+from gradguard.verify.hosts import describe, torch_missing, user_files_outside
 
 SECTION = "gradguard hazards"
 HOST_PACKAGES = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
@@ -43,11 +43,9 @@ def pytest_configure(config) -> None:
     fail = config.getoption("gradguard_fail")
     if not (config.getoption("gradguard") or fail):
         return
-    try:
-        import torch  # noqa: F401, PLC0415 - only with --gradguard
-    except ImportError as error:
-        raise pytest.UsageError(
-            f"--gradguard needs torch (pip install 'gradguard[verify]'): {error}") from None
+    missing = torch_missing()
+    if missing:
+        raise pytest.UsageError(f"--gradguard {missing}")
     config.pluginmanager.register(HazardMonitor(config, fail), "gradguard-monitor")
 
 

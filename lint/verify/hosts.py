@@ -14,6 +14,15 @@ import sys
 from typing import Callable, Iterable, Optional
 
 
+def torch_missing() -> Optional[str]:
+    """Why the monitor cannot run here (torch does not import), or None."""
+    try:
+        import torch  # noqa: F401, PLC0415
+    except ImportError as error:
+        return f"needs torch (pip install 'gradguard[verify]'): {error}"
+    return None
+
+
 def package_roots(names: Iterable[str]) -> list[str]:
     """The folders of the named packages that are imported (a host's own: they are, as
     it runs), each ending with a separator. A plain module is no folder of its own (its
