@@ -12,6 +12,7 @@ options and imports neither torch nor the monitor. With them, torch is required 
   with ``-rA``), and all of them to a ``gradguard`` part of the terminal summary;
 * ``--gradguard-fail`` fails a phase that passed but saw a hazard (a hazard in a
   fixture's setup makes the test an error, as a failing fixture does);
+  ``--gradguard-ignore GG302`` leaves codes (or prefixes) out of both;
 * a hazard is placed in the innermost frame that is the user's: the test, the code it
   tests, third-party packages; not torch, gradguard, the standard library, or pytest's
   own packages (``HOST_PACKAGES``).
@@ -37,6 +38,9 @@ def pytest_addoption(parser) -> None:
                          "autograd hazards it sees, per test (needs torch: the `verify` extra)")
     group.addoption("--gradguard-fail", action="store_true", default=False,
                     help="as --gradguard, and a test in which a hazard is seen fails")
+    group.addoption("--gradguard-ignore", action="append", default=[], metavar="CODES",
+                    help="with --gradguard: do not report these codes or prefixes "
+                         "(GG302, GG3; comma-separated, repeatable)")
 
 
 def pytest_configure(config) -> None:
@@ -46,14 +50,29 @@ def pytest_configure(config) -> None:
     missing = torch_missing()
     if missing:
         raise pytest.UsageError(f"--gradguard {missing}")
-    config.pluginmanager.register(HazardMonitor(config, fail), "gradguard-monitor")
+    config.pluginmanager.register(HazardMonitor(config, fail, _ignored(config)),
+                                  "gradguard-monitor")
+
+
+def _ignored(config) -> list[str]:
+    """``--gradguard-ignore``'s selectors, checked as ``gradguard check --ignore``'s are."""
+    from gradguard.selection import (  # noqa: PLC0415 - loads the rules
+        UnknownSelector, known_codes, parse_selectors, validate)
+
+    selectors = parse_selectors(config.getoption("gradguard_ignore"))
+    try:
+        validate(selectors, known_codes())
+    except UnknownSelector as error:
+        raise pytest.UsageError(f"--gradguard-ignore: {error}") from None
+    return selectors
 
 
 class HazardMonitor:
     """The plugin's work once ``--gradguard`` is given: monitor each test, report."""
 
-    def __init__(self, config, fail: bool):
+    def __init__(self, config, fail: bool, ignored: list[str]):
         self.fail = fail
+        self.ignored = ignored  # selectors of the codes not reported
         self.base = str(config.invocation_params.dir)
         self.user_files = user_files_outside(HOST_PACKAGES)
         self.monitor = None  # the running test's
@@ -90,9 +109,12 @@ class HazardMonitor:
         if self.monitor is None:
             return []
         self.monitor.settle_data_writes()
+        from gradguard.selection import is_ignored  # noqa: PLC0415
+
         events = self.monitor.events[self.reported:]
         self.reported = len(self.monitor.events)
-        return [describe(event, self._where(event)) for event in events]
+        return [describe(event, self._where(event)) for event in events
+                if not is_ignored(event.code, self.ignored)]
 
     def _where(self, event) -> str:
         from gradguard.files import display_path  # noqa: PLC0415

@@ -140,6 +140,22 @@ def test_gradguard_fail_fails_a_test_that_passed_with_a_hazard(pytester):
                                  "FAILED test_data.py::test_data_write*"])
 
 
+def test_ignored_codes_are_neither_reported_nor_failures(pytester):
+    pytester.makepyfile(test_bug=SIGMOID_WRITTEN, test_data=DATA_WRITE)
+    result = pytester.runpytest("--gradguard-fail", "--gradguard-ignore", "gg3")
+    result.assert_outcomes(failed=1, passed=1)  # the GG201 test fails by torch's error
+    result.stdout.fnmatch_lines([f"    test_bug.py:6:1: {GG201}",
+                                 "gradguard: 1 hazard in 1 of 2 tests"])
+    result.stdout.no_fnmatch_line("*GG302*")
+
+
+def test_an_unknown_ignored_code_is_a_usage_error(pytester):
+    pytester.makepyfile(test_clean=CLEAN)
+    result = pytester.runpytest("--gradguard", "--gradguard-ignore", "GG999")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gradguard-ignore: unknown rule selector 'GG999'*"])
+
+
 def test_gradguard_fail_makes_a_fixtures_hazard_an_error(pytester):
     pytester.makepyfile(test_fixture="""
         import pytest
