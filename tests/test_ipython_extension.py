@@ -82,6 +82,12 @@ def test_the_in_place_write_is_reported_at_its_cell_and_line_before_the_error(ce
     assert error_name(failing) == "RuntimeError"  # the program fails as without the monitor
 
 
+def test_the_traceback_shows_no_frame_of_the_monitor_but_the_raising_one(cells):
+    error = next(o for o in cells[2].outputs if o.output_type == "error")
+    monitor_frames = [entry for entry in error.traceback if "verify/monitor.py" in entry]
+    assert len(monitor_frames) <= 1  # IPython always shows the last frame, where it raised
+
+
 def test_a_graph_written_in_a_later_cell_is_reported_at_that_cell(cells):
     assert stderr(cells[3]) == stderr(cells[4]) == ""  # the write is pending until backward
     assert stderr(cells[5]).startswith(f"gradguard: Cell In[5], line 1: {GG201}")

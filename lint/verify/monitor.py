@@ -113,8 +113,11 @@ from gradguard.rules.claims import SavedWrite
 
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
-# pytest leaves out of a failure's traceback the frames of a module that sets this: a test
-# that fails under ``pytest --gradguard`` shows the frames it shows without the monitor.
+# Tracebacks leave out the frames that set ``__tracebackhide__``, so a program that fails
+# under the monitor shows the frames it shows without it: pytest reads the module's global;
+# IPython reads a function's local, which the functions between a user's call and torch's
+# error set (``_Mode.__torch_function__``, ``_call``, ``_run`` and the calls ``_call``
+# hands on to).
 __tracebackhide__ = True
 
 MONITORED_CODES = frozenset({
@@ -408,6 +411,7 @@ class _Mode(TorchFunctionMode):
         self.monitor = monitor
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         mon = self.monitor
         try:
             kind = _KINDS[func]
@@ -767,6 +771,7 @@ class Monitor:
                 return
 
     def _call(self, kind, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         k = kind[0]
         if self._watch and kind[1] != -2 and k not in (_GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _RG_SET, _COPY):
             self._check_reads(args, kwargs)
@@ -832,6 +837,7 @@ class Monitor:
     def _run(self, func, args, kwargs, targets):
         """Call ``func``; with ``targets`` (the tensors it writes in place), check what the
         write did to tensors saved for backward."""
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         hits = []
         alias = detached = None
         fingerprints = {}
@@ -985,6 +991,7 @@ class Monitor:
         self._origins[ident] = (weakref.ref(t, drop), file, line)
 
     def _grad_get(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         t = args[0] if args else None
         if not (isinstance(t, torch.Tensor) and not t.is_leaf and not t.retains_grad):
             return func(*args, **kwargs)
@@ -1003,6 +1010,7 @@ class Monitor:
     def _copy(self, func, args, kwargs):
         """``torch.tensor(data)``: torch's warnings about copying a tensor (GG310's line)
         stay at the caller's line, as without the monitor."""
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         frame = sys._getframe(3)  # 0: here, 1: _call, 2: __torch_function__, 3: the caller
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -1011,6 +1019,7 @@ class Monitor:
         return out
 
     def _detach_(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         t = args[0] if args else None
         if isinstance(t, torch.Tensor):
             file, line = self._where()
@@ -1029,6 +1038,7 @@ class Monitor:
         return self._run(func, args, kwargs, None)
 
     def _backward(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         if func is torch.Tensor.backward:
             roots = list(_tensors(args[:1]))
             inputs = kwargs.get("inputs", args[4] if len(args) > 4 else None)
