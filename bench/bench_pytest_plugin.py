@@ -33,7 +33,7 @@ import sys
 import time
 
 SESSION_TIME = re.compile(r" in ([0-9.]+)s")
-HAZARDS = re.compile(r"^gradguard: (\d+) hazards? in (\d+) of (\d+) tests?", re.MULTILINE)
+HAZARDS = re.compile(r"^gradguard: .* in .*tests?$", re.MULTILINE)
 
 
 def run(suite: str, args: list[str], monitored: bool) -> tuple[float, float, float, str]:

@@ -130,14 +130,16 @@ class HazardMonitor:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         writer = terminalreporter
         count = sum(len(lines) for lines in self.hazards.values())
-        if count:
-            writer.write_sep("=", "gradguard: autograd hazards", yellow=True)
-            for test, lines in self.hazards.items():
-                writer.write_line(test)
-                for line in lines:
-                    writer.write_line(f"    {line}")
-        writer.write_line(f"gradguard: {_count(count, 'hazard')} in "
-                          f"{len(self.hazards)} of {_count(len(self.tests), 'test')}")
+        tests = _count(len(self.tests), "test")
+        if not count:
+            writer.write_line(f"gradguard: no hazards in {tests}")
+            return
+        writer.write_sep("=", "gradguard: autograd hazards", yellow=True)
+        for test, lines in self.hazards.items():
+            writer.write_line(test)
+            for line in lines:
+                writer.write_line(f"    {line}")
+        writer.write_line(f"gradguard: {_count(count, 'hazard')} in {len(self.hazards)} of {tests}")
 
 
 def _count(number: int, noun: str) -> str:
