@@ -14,3 +14,18 @@ def __getattr__(name: str):
 
         return check_source
     raise AttributeError(f"module 'gradguard' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext gradguard``: the cells that follow run under the runtime monitor
+    (``gradguard.ipython``; torch is imported now, not before)."""
+    from gradguard.ipython import load  # noqa: PLC0415
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext gradguard``: the monitor stops."""
+    from gradguard.ipython import unload  # noqa: PLC0415
+
+    unload(ipython)

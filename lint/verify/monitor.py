@@ -7,7 +7,9 @@ the moment it happens, at the user's own source line.
 
     events, error = run_path("train.py", ["train.py", "--epochs", "1"])
 
-Only the verifier's child process imports this module (the linter never does).
+The verifier's child process imports this module, and so do ``pytest --gradguard`` and
+``%load_ext gradguard`` (``gradguard.pytest_plugin``, ``gradguard.ipython``); the linter
+never does.
 
 How it sees things
 ------------------
@@ -110,6 +112,13 @@ from gradguard.rules import claimant
 from gradguard.rules.claims import SavedWrite
 
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
+
+# Tracebacks leave out the frames that set ``__tracebackhide__``, so a program that fails
+# under the monitor shows the frames it shows without it: pytest reads the module's global;
+# IPython reads a function's local, which the functions between a user's call and torch's
+# error set (``_Mode.__torch_function__``, ``_call``, ``_run`` and the calls ``_call``
+# hands on to).
+__tracebackhide__ = True
 
 MONITORED_CODES = frozenset({
     "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
@@ -402,6 +411,7 @@ class _Mode(TorchFunctionMode):
         self.monitor = monitor
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         mon = self.monitor
         try:
             kind = _KINDS[func]
@@ -426,10 +436,14 @@ class _Mode(TorchFunctionMode):
 
 
 class Monitor:
-    """Context manager: while active, hazards are appended to ``events`` as they happen."""
+    """Context manager: while active, hazards are appended to ``events`` as they happen,
+    and each is passed to ``on_event`` (when given) at that moment: a host that shows them
+    as they come (the IPython extension) prints them before the error they explain."""
 
-    def __init__(self, user_files: Callable[[str], bool] = default_user_files):
+    def __init__(self, user_files: Callable[[str], bool] = default_user_files,
+                 on_event: Optional[Callable[[Event], None]] = None):
         self.user_files = user_files
+        self.on_event = on_event
         self.events: list[Event] = []
         self._seen: set = set()
         self._user: dict[str, bool] = {}
@@ -534,15 +548,23 @@ class Monitor:
         return False
 
     def _finish(self) -> None:
-        """Settle the GG302 candidates: a ``.data`` write that was not a GG301."""
+        """Leaving: the GG302 candidates settled, the GG303/GG306 writes still waiting for a
+        read dropped."""
+        self.settle_data_writes()
+        self._dirty.clear()
+        self._cut.clear()
+        self._watch = False
+
+    def settle_data_writes(self) -> None:
+        """Report the ``.data`` writes seen so far that were not GG301 as GG302. Leaving
+        the monitor does it; a host that keeps one monitor over many steps (pytest's test
+        phases, notebook cells) calls it after each, so a write is reported with its step
+        (a backward in a later step that finds it corrupted a saved tensor adds GG301)."""
         gg301 = {(e.file, e.line) for e in self.events if e.code == "GG301"}
         for (file, line), (message,) in self._data_writes.items():
             if (file, line) not in gg301:
                 self._emit("GG302", file, line, message)
         self._data_writes.clear()
-        self._dirty.clear()
-        self._cut.clear()
-        self._watch = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -574,7 +596,10 @@ class Monitor:
         if key in self._seen:
             return
         self._seen.add(key)
-        self.events.append(Event(code, file, line, message, related))
+        event = Event(code, file, line, message, related)
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _emit_event(self, event: Optional[Event]) -> None:
         if event is not None:
@@ -746,6 +771,7 @@ class Monitor:
                 return
 
     def _call(self, kind, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         k = kind[0]
         if self._watch and kind[1] != -2 and k not in (_GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _RG_SET, _COPY):
             self._check_reads(args, kwargs)
@@ -811,6 +837,7 @@ class Monitor:
     def _run(self, func, args, kwargs, targets):
         """Call ``func``; with ``targets`` (the tensors it writes in place), check what the
         write did to tensors saved for backward."""
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         hits = []
         alias = detached = None
         fingerprints = {}
@@ -964,6 +991,7 @@ class Monitor:
         self._origins[ident] = (weakref.ref(t, drop), file, line)
 
     def _grad_get(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         t = args[0] if args else None
         if not (isinstance(t, torch.Tensor) and not t.is_leaf and not t.retains_grad):
             return func(*args, **kwargs)
@@ -982,6 +1010,7 @@ class Monitor:
     def _copy(self, func, args, kwargs):
         """``torch.tensor(data)``: torch's warnings about copying a tensor (GG310's line)
         stay at the caller's line, as without the monitor."""
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         frame = sys._getframe(3)  # 0: here, 1: _call, 2: __torch_function__, 3: the caller
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -990,6 +1019,7 @@ class Monitor:
         return out
 
     def _detach_(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         t = args[0] if args else None
         if isinstance(t, torch.Tensor):
             file, line = self._where()
@@ -1008,6 +1038,7 @@ class Monitor:
         return self._run(func, args, kwargs, None)
 
     def _backward(self, func, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841 - read by IPython
         if func is torch.Tensor.backward:
             roots = list(_tensors(args[:1]))
             inputs = kwargs.get("inputs", args[4] if len(args) > 4 else None)
