@@ -169,6 +169,17 @@ def iterated(container: ModuleObj) -> Optional[tuple]:
     return tuple(Const(name) for name in container.names)
 
 
+def known_items(iterable: Value) -> Optional[tuple]:
+    """What iterating over ``iterable`` gives, item by item, when every item and their
+    number are known: a list or tuple built in view (not one grown in a loop, whose
+    length is not known), a container's layers; else None."""
+    if isinstance(iterable, Seq):
+        return iterable.items if iterable.growth is None else None
+    if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
+        return iterated(iterable)
+    return None
+
+
 def _container_view(container: ModuleObj, view: str) -> Value:
     """``heads.keys()``, ``heads.values()``, ``heads.items()`` of a ModuleDict whose layers
     and names are all known, as ``LayerItems``; else unknown."""

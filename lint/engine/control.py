@@ -8,7 +8,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
-from gradguard.engine.containers import CONTAINERS, iterated
+from gradguard.engine.containers import CONTAINERS, iterated, known_items
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
 from gradguard.scopes import ClassScope
@@ -18,6 +18,7 @@ from gradguard.values import (
     AllowMutation,
     Const,
     GradMode,
+    IterableOf,
     LayerItems,
     ModuleObj,
     Seq,
@@ -75,8 +76,9 @@ class ControlFlow(Room):
                     requires_grad=Tri.of(truth), why_no_grad=None if truth else facts.why_no_grad)
 
     def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
-              exits_normally: bool) -> Optional[State]:
-        """Run a loop body until its facts stop changing; return the state after the loop.
+              exits_normally: bool, runs: bool = False) -> Optional[State]:
+        """Run a loop body until its facts stop changing; return the state after the loop
+        (``runs``: the body certainly runs once, so the loop is not skipped).
 
         The first pass starts from ``entry`` and the second exactly where the first
         ended, so an effect of iteration 1 is seen by iteration 2 with full precision;
@@ -102,6 +104,8 @@ class ControlFlow(Room):
             state = following
         else:
             heads.append(join_all(heads).widen(entry))
+        if runs:  # not the path that skips the loop: after it, the body ran at least once
+            heads = heads[1:]
         return join_all((heads if exits_normally else []) + breaks)
 
     def for_(self, node: cst.For, st: State) -> Optional[State]:
@@ -109,6 +113,15 @@ class ControlFlow(Room):
         layers = _known_layers(iterable)
         if layers is not None:
             return self._for_each_layer(node, st, layers)
+        indices = self._indices_to_unroll(node, iterable, st)
+        if indices is not None:
+            self._unrolled_indices += 1
+            try:
+                return self._for_each_layer(node, st, indices)
+            finally:
+                self._unrolled_indices -= 1
+        items = known_items(iterable)
+        runs = bool(items)  # a non-empty list or range known in view: the body runs
         element = self.expressions.element_of(st, iterable, node.iter)
         # Each iteration binds a different object: its facts start afresh every time.
         fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
@@ -119,10 +132,28 @@ class ControlFlow(Room):
             self.statements.bind_target(node.target, element, state, node)
             return self.engine.suite(node.body, state)
 
-        after = self._loop(st, body, exits_normally=True)
+        after = self._loop(st, body, exits_normally=True, runs=runs)
         if node.orelse is not None and after is not None:
             after = self.engine.suite(node.orelse.body, after)
         return after
+
+    def _indices_to_unroll(self, node: cst.For, iterable: Value, st: State) -> Optional[tuple]:
+        """``for i in range(3): x = self.convs[i](x)``: a loop over known numbers whose
+        body indexes a container of known layers, or a list whose items are known, with
+        them runs once per number, as a loop over the layers would (so ``self.convs[i]``
+        and ``outs[i + 1]`` are the layer and the item). Not inside another such loop,
+        and not once the scope is frugal."""
+        items = known_items(iterable)
+        if not items or self.budget.frugal or self._unrolled_indices \
+                or not isinstance(node.target, cst.Name) \
+                or not all(isinstance(item, Const) and type(item.value) is int for item in items):
+            return None
+        if node not in self._indexed:
+            self._indexed[node] = _indexed_by(node.body, node.target.value)
+        for indexed in self._indexed[node]:
+            if _holds_known_items(self.expressions.evaluate(indexed, st)):
+                return items
+        return None
 
     def _for_each_layer(self, node: cst.For, st: State, layers: tuple) -> Optional[State]:
         """``for layer in self.layers: x = layer(x)`` over a container whose layers are
@@ -217,6 +248,9 @@ class ControlFlow(Room):
         super().__init__(engine, **contexts)
         self.loops: list[_Loop] = []  # the loops running, innermost last
         self._comprehensions: list[tuple[State, State]] = []  # running: (its state, around)
+        self._unrolling = 0  # comprehensions being unrolled now
+        self._unrolled_indices = 0  # loops over indices being unrolled now
+        self._indexed: dict = {}  # a loop over numbers -> what its body indexes with them
 
     def leave_iteration(self, st: State, ends_loop: bool) -> None:
         """``break`` (``ends_loop``) or ``continue``: the innermost loop takes ``st``."""
@@ -225,32 +259,69 @@ class ControlFlow(Room):
             (loop.breaks if ends_loop else loop.continues).append(st)
 
     def comprehension(self, node: cst.BaseComp, st: State) -> Value:
-        """Evaluate a comprehension; return what its element evaluates to. Its first
-        iterable is evaluated in the code around it; the rest in a scope of its own,
-        whose names do not leak, and which does not see a class body's names."""
+        """Evaluate a comprehension. Its first iterable is evaluated in the code around it;
+        the rest in a scope of its own, whose names do not leak, and which does not see a
+        class body's names. A list or generator over items all known (``for layer in
+        self.convs``, ``for i in range(3)``) is unrolled: the list of its elements, each
+        made in an allocation context of its own (three layers' outputs are three
+        tensors); any other is a list of some element, evaluated once."""
         clause = node.for_in
         iterable = self.expressions.evaluate(clause.iter, st)
         inner = _comprehension_state(st)
         self._comprehensions.append((inner, st))
         try:
-            while True:
-                element = self.expressions.element_of(inner, iterable, clause.iter)
-                self.statements.bind_target(clause.target, element, inner, clause)
-                for condition in clause.ifs:
-                    self.expressions.evaluate(condition.test, inner)
-                clause = clause.inner_for_in
-                if clause is None:
-                    break
-                iterable = self.expressions.evaluate(clause.iter, inner)
-            if isinstance(node, cst.DictComp):
-                self.expressions.evaluate(node.key, inner)
-                element = self.expressions.evaluate(node.value, inner)
+            items = self._unrollable(node, iterable)
+            if items is not None:
+                value = self._unrolled(node, items, inner)
             else:
-                element = self.expressions.evaluate(node.elt, inner)
+                value = self._some_element(node, iterable, inner)
         finally:
             self._comprehensions.pop()
         st.heap.update(inner.heap)  # objects the comprehension changed stay changed
-        return element
+        return value
+
+    def _unrollable(self, node: cst.BaseComp, iterable: Value) -> Optional[tuple]:
+        """The items a comprehension runs its element for, one by one, when that is
+        known and cheap: one ``for`` without conditions, over known items, not inside
+        another comprehension being unrolled."""
+        clause = node.for_in
+        if not isinstance(node, (cst.ListComp, cst.GeneratorExp)) or self._unrolling \
+                or clause.inner_for_in is not None or clause.ifs:
+            return None
+        items = known_items(iterable)
+        return items if items is not None and len(items) <= MAX_UNROLLED_LAYERS else None
+
+    def _unrolled(self, node: cst.BaseComp, items: tuple, inner: State) -> Value:
+        clause = node.for_in
+        elements = []
+        self._unrolling += 1
+        try:
+            for position, item in enumerate(items):
+                with self.stack.allocation((id(node), position)):
+                    self.statements.bind_target(clause.target, item, inner, clause)
+                    elements.append(self.expressions.evaluate(node.elt, inner))
+        finally:
+            self._unrolling -= 1
+        return Seq(tuple(elements)) if any(e is not UNKNOWN for e in elements) else UNKNOWN
+
+    def _some_element(self, node: cst.BaseComp, iterable: Value, inner: State) -> Value:
+        clause = node.for_in
+        while True:
+            element = self.expressions.element_of(inner, iterable, clause.iter)
+            self.statements.bind_target(clause.target, element, inner, clause)
+            for condition in clause.ifs:
+                self.expressions.evaluate(condition.test, inner)
+            clause = clause.inner_for_in
+            if clause is None:
+                break
+            iterable = self.expressions.evaluate(clause.iter, inner)
+        if isinstance(node, cst.DictComp):
+            self.expressions.evaluate(node.key, inner)
+            self.expressions.evaluate(node.value, inner)
+            return UNKNOWN
+        element = self.expressions.evaluate(node.elt, inner)
+        return IterableOf(element) if element is not UNKNOWN \
+            and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
 
     def bind_around_comprehensions(self, name: str, value: Value, st: State) -> None:
         """A walrus in a comprehension (``[y := f(x) for x in xs]``) binds in the code
@@ -296,6 +367,25 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
     items = iterable.items if isinstance(iterable, LayerItems) else iterated(iterable) \
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS else None
     return items if items and len(items) <= MAX_UNROLLED_LAYERS else None
+
+
+def _indexed_by(body: cst.CSTNode, name: str) -> list:
+    """The names and attribute paths that ``body`` indexes with an expression of
+    ``name`` (``self.convs[i]``, ``outs[i + 1]``), as expressions, each once."""
+    found, seen = [], set()
+    for node in walk(body):
+        if isinstance(node, cst.Subscript) and dotted(node.value) is not None \
+                and dotted(node.value) not in seen \
+                and any(isinstance(part, cst.Name) and part.value == name
+                        for element in node.slice for part in walk(element)):
+            seen.add(dotted(node.value))
+            found.append(node.value)
+    return found
+
+
+def _holds_known_items(value: Value) -> bool:
+    """A container whose layers are all known, or a list whose items are."""
+    return bool(known_items(value))
 
 
 def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:

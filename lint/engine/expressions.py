@@ -3,11 +3,12 @@ anywhere are seen where they happen."""
 
 from __future__ import annotations
 
+import operator
 from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, PARAMS, _all_params, _literal, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
@@ -21,6 +22,7 @@ from gradguard.engine.containers import (
     _spread_value,
     _updated,
     iterated,
+    known_items,
 )
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
@@ -43,6 +45,7 @@ from gradguard.values import (
     Instance,
     IterableOf,
     KeyedItems,
+    LayerItems,
     ModuleObj,
     ModuleRef,
     Optimizer,
@@ -89,9 +92,7 @@ class Expressions(Room):
         if handler is not None:
             return handler(node, st)
         if isinstance(node, cst.BaseComp):
-            element = self.control.comprehension(node, st)
-            return IterableOf(element) if element is not UNKNOWN \
-                and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
+            return self.control.comprehension(node, st)
         for child in child_nodes(node):  # evaluate what is inside for its effects
             if isinstance(child, cst.BaseExpression):
                 self.evaluate(child, st)
@@ -156,6 +157,9 @@ class Expressions(Room):
             return self.tensors.op_result(st, node, (left, right),
                                   OpName.of("operator", BINARY_OPS.get(type(node.operator), "op")),
                                   operands)
+        folded = _fold(ARITHMETIC.get(type(node.operator)), left, right)
+        if folded is not None:
+            return folded
         if is_number(left) and is_number(right):
             return NUMBER
         return UNKNOWN
@@ -170,6 +174,10 @@ class Expressions(Room):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
                 why_no_grad=Origin(node, "a comparison, which is not differentiable")))
+        if len(node.comparisons) == 1:  # i == 0 with i known (an unrolled loop's index)
+            folded = _fold(COMPARISONS.get(type(node.comparisons[0].operator)), *operands)
+            if folded is not None:
+                return folded
         return UNKNOWN
 
     def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:
@@ -407,16 +415,19 @@ class Expressions(Room):
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
         if any(arg.star or arg.keyword for arg in node.args):
             return UNKNOWN
+        if name == "len" and len(args) == 1:
+            items = known_items(args[0])
+            return Const(len(items)) if items is not None else NUMBER
         if name in ("len", "int", "float", "round"):
             return NUMBER
         if name == "range":
-            return IterableOf(NUMBER)
+            return _range(args)
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
-        if name == "enumerate" and args:
-            return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
+        if name == "enumerate" and len(args) == 1:
+            return self._enumerate(st, node, args[0])
         if name == "setattr" and len(args) == 3:
             return self._setattr(st, node, *args)
         if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
@@ -424,6 +435,17 @@ class Expressions(Room):
                 return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
             return IterableOf(self.element_of(st, args[0], node))
         return UNKNOWN
+
+    def _enumerate(self, st: State, node: cst.Call, iterable: Value) -> Value:
+        """``enumerate(xs)``: over a sequence whose items are known, each item with its
+        index (over a container's layers, a ``for`` runs once per pair, as over the
+        container); else some index with some element."""
+        items = known_items(iterable)
+        if items is None:
+            return IterableOf(Seq((NUMBER, self.element_of(st, iterable, node))))
+        pairs = tuple(Seq((Const(index), item)) for index, item in enumerate(items))
+        layers = isinstance(iterable, LayerItems) or isinstance(iterable, ModuleObj)
+        return LayerItems(pairs) if layers else Seq(pairs)
 
     def _setattr(self, st: State, node: cst.Call, owner: Value, name: Value,
                  value: Value) -> Value:
@@ -566,6 +588,40 @@ BINARY_OPS = {
     cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
     cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
 }
+
+def _range(args: list) -> Value:
+    """``range(...)`` of known integers: its numbers, when there are few enough to run
+    a loop's body once each; else some numbers."""
+    if args and len(args) <= 3 and all(_known_int(arg) for arg in args):
+        numbers = range(*(arg.value for arg in args)) if args[-1].value or len(args) < 3 \
+            else None
+        if numbers is not None and len(numbers) <= MAX_UNROLLED_LAYERS:
+            return Seq(tuple(Const(number) for number in numbers))
+    return IterableOf(NUMBER)
+
+
+# Operators folded on two known integers (a loop's bounds, an unrolled loop's index).
+ARITHMETIC = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+              cst.FloorDivide: operator.floordiv}
+COMPARISONS = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+               cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+               cst.GreaterThanEqual: operator.ge}
+
+
+def _fold(function, left: Value, right: Value) -> Optional[Const]:
+    """``function`` of two known integers (not bools), when defined; else None."""
+    if function is None or not (_known_int(left) and _known_int(right)):
+        return None
+    try:
+        return Const(function(left.value, right.value))
+    except ZeroDivisionError:
+        return None
+
+
+def _known_int(value: Value) -> bool:
+    return isinstance(value, Const) and isinstance(value.value, int) \
+        and not isinstance(value.value, bool)
+
 
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
