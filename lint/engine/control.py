@@ -247,7 +247,8 @@ class ControlFlow(Room):
     def __init__(self, engine, **contexts) -> None:
         super().__init__(engine, **contexts)
         self.loops: list[_Loop] = []  # the loops running, innermost last
-        self._comprehensions: list[tuple[State, State]] = []  # running: (its state, around)
+        # running: (its state, the state around it, whether it is unrolled)
+        self._comprehensions: list[tuple[State, State, bool]] = []
         self._unrolling = 0  # comprehensions being unrolled now
         self._unrolled_indices = 0  # loops over indices being unrolled now
         self._indexed: dict = {}  # a loop over numbers -> what its body indexes with them
@@ -268,11 +269,13 @@ class ControlFlow(Room):
         clause = node.for_in
         iterable = self.expressions.evaluate(clause.iter, st)
         inner = _comprehension_state(st)
-        self._comprehensions.append((inner, st))
+        items = self._unrollable(node, iterable)
+        self._comprehensions.append((inner, st, items is not None))
         try:
-            items = self._unrollable(node, iterable)
             if items is not None:
                 value = self._unrolled(node, items, inner)
+                # what its elements' graphs saved and what they wrote, as after a call
+                st.apply_effect(inner.call_effect())
             else:
                 value = self._some_element(node, iterable, inner)
         finally:
@@ -325,12 +328,13 @@ class ControlFlow(Room):
 
     def bind_around_comprehensions(self, name: str, value: Value, st: State) -> None:
         """A walrus in a comprehension (``[y := f(x) for x in xs]``) binds in the code
-        around it, to the value of one of the iterations (or the old one: none ran)."""
-        for inner, around in reversed(self._comprehensions):
+        around it, to the value of one of the iterations (or the old one: none ran); in an
+        unrolled comprehension, whose items run in order, to the last one's."""
+        for inner, around, unrolled in reversed(self._comprehensions):
             if inner is not st:
                 return
             old = around.env.get(name)
-            around.bind(name, value if old is None else join_values(old, value))
+            around.bind(name, value if old is None or unrolled else join_values(old, value))
             st = around
 
 
