@@ -113,13 +113,13 @@ class ControlFlow(Room):
         layers = _known_layers(iterable)
         if layers is not None:
             return self._for_each_layer(node, st, layers)
-        indices = self._indices_to_unroll(node, iterable, st)
-        if indices is not None:
-            self._unrolled_indices += 1
+        items = self._items_to_unroll(node, iterable, st)
+        if items is not None:
+            self._unrolled_items += 1
             try:
-                return self._for_each_layer(node, st, indices)
+                return self._for_each_layer(node, st, items)
             finally:
-                self._unrolled_indices -= 1
+                self._unrolled_items -= 1
         items = known_items(iterable)
         runs = bool(items)  # a non-empty list or range known in view: the body runs
         element = self.expressions.element_of(st, iterable, node.iter)
@@ -137,22 +137,28 @@ class ControlFlow(Room):
             after = self.engine.suite(node.orelse.body, after)
         return after
 
-    def _indices_to_unroll(self, node: cst.For, iterable: Value, st: State) -> Optional[tuple]:
-        """``for i in range(3): x = self.convs[i](x)``: a loop over known numbers whose
-        body indexes a container of known layers, or a list whose items are known, with
-        them runs once per number, as a loop over the layers would (so ``self.convs[i]``
-        and ``outs[i + 1]`` are the layer and the item). Not inside another such loop,
-        and not once the scope is frugal."""
+    def _items_to_unroll(self, node: cst.For, iterable: Value, st: State) -> Optional[tuple]:
+        """The items of a loop over known items (a literal list, a range of known numbers)
+        that runs once per item, as a loop over a container's layers does, where that
+        makes what it indexes or builds known:
+        ``for i in range(3): x = self.convs[i](x)`` (its body indexes a container of
+        known layers, or a list whose items are known, with the item: ``self.convs[i]``,
+        ``outs[i + 1]`` are the layer and the item), ``for c in channels:
+        self.convs.append(nn.Conv2d(c, ...))`` (its body adds layers to a container: it
+        holds one per item). Not inside another such loop, and not once the scope is
+        frugal."""
         items = known_items(iterable)
-        if not items or self.budget.frugal or self._unrolled_indices \
-                or not isinstance(node.target, cst.Name) \
-                or not all(isinstance(item, Const) and type(item.value) is int for item in items):
+        if not items or len(items) > MAX_UNROLLED_LAYERS or self.budget.frugal \
+                or self._unrolled_items:
             return None
-        if node not in self._indexed:
-            self._indexed[node] = _indexed_by(node.body, node.target.value)
-        for indexed in self._indexed[node]:
-            if _holds_known_items(self.expressions.evaluate(indexed, st)):
-                return items
+        if node not in self._unrolling_reasons:
+            self._unrolling_reasons[node] = _unrolling_reasons(node)
+        indexed, grown = self._unrolling_reasons[node]
+        if indexed and all(isinstance(item, Const) and type(item.value) is int for item in items) \
+                and any(known_items(self.expressions.evaluate(path, st)) for path in indexed):
+            return items
+        if any(_is_container(self.expressions.evaluate(path, st)) for path in grown):
+            return items
         return None
 
     def _for_each_layer(self, node: cst.For, st: State, layers: tuple) -> Optional[State]:
@@ -250,8 +256,9 @@ class ControlFlow(Room):
         # running: (its state, the state around it, whether it is unrolled)
         self._comprehensions: list[tuple[State, State, bool]] = []
         self._unrolling = 0  # comprehensions being unrolled now
-        self._unrolled_indices = 0  # loops over indices being unrolled now
-        self._indexed: dict = {}  # a loop over numbers -> what its body indexes with them
+        self._unrolled_items = 0  # loops over known items being unrolled now
+        # a loop -> what its body indexes with its item, and the containers it grows
+        self._unrolling_reasons: dict = {}
 
     def leave_iteration(self, st: State, ends_loop: bool) -> None:
         """``break`` (``ends_loop``) or ``continue``: the innermost loop takes ``st``."""
@@ -373,23 +380,35 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
     return items if items and len(items) <= MAX_UNROLLED_LAYERS else None
 
 
-def _indexed_by(body: cst.CSTNode, name: str) -> list:
-    """The names and attribute paths that ``body`` indexes with an expression of
-    ``name`` (``self.convs[i]``, ``outs[i + 1]``), as expressions, each once."""
-    found, seen = [], set()
-    for node in walk(body):
-        if isinstance(node, cst.Subscript) and dotted(node.value) is not None \
-                and dotted(node.value) not in seen \
+def _unrolling_reasons(node: cst.For) -> tuple[list, list]:
+    """What a loop's body indexes with its item (``self.convs[i]``, ``outs[i + 1]``; when
+    the item is a name) and what it adds layers to (``self.convs.append(...)``), as
+    expressions for names and attribute paths, each once."""
+    name = node.target.value if isinstance(node.target, cst.Name) else None
+    indexed, grown, seen = [], [], set()
+    for inner in walk(node.body):
+        if isinstance(inner, cst.Subscript) and name is not None \
                 and any(isinstance(part, cst.Name) and part.value == name
-                        for element in node.slice for part in walk(element)):
-            seen.add(dotted(node.value))
-            found.append(node.value)
-    return found
+                        for element in inner.slice for part in walk(element)):
+            _add_path(inner.value, indexed, seen)
+        elif isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                and inner.func.attr.value in LAYER_ADDERS:
+            _add_path(inner.func.value, grown, seen)
+    return indexed, grown
 
 
-def _holds_known_items(value: Value) -> bool:
-    """A container whose layers are all known, or a list whose items are."""
-    return bool(known_items(value))
+LAYER_ADDERS = frozenset({"append", "extend", "add_module", "insert"})
+
+
+def _add_path(expression: cst.BaseExpression, paths: list, seen: set) -> None:
+    path = dotted(expression)
+    if path is not None and (id(paths), path) not in seen:
+        seen.add((id(paths), path))
+        paths.append(expression)
+
+
+def _is_container(value: Value) -> bool:
+    return isinstance(value, ModuleObj) and value.kind in CONTAINERS
 
 
 def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:

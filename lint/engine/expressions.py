@@ -422,6 +422,8 @@ class Expressions(Room):
             return NUMBER
         if name == "range":
             return _range(args)
+        if name == "sum" and len(args) == 1:
+            return self._sum(st, node, args[0])
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
@@ -435,6 +437,14 @@ class Expressions(Room):
                 return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
             return IterableOf(self.element_of(st, args[0], node))
         return UNKNOWN
+
+    def _sum(self, st: State, node: cst.Call, iterable: Value) -> Value:
+        """``sum(out.mean() for out in outs)`` over tensors all known: their total, whose
+        graph holds each one's (``+`` saves nothing); else unknown."""
+        items = known_items(iterable)
+        if not items or not all(isinstance(item, TensorRef) for item in items):
+            return UNKNOWN
+        return self.tensors.op_result(st, node, items, OpName.of("operator", "add"))
 
     def _enumerate(self, st: State, node: cst.Call, iterable: Value) -> Value:
         """``enumerate(xs)``: over a sequence whose items are known, each item with its
@@ -627,7 +637,7 @@ LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr"})
+                      "int", "float", "round", "iter", "sorted", "setattr", "sum"})
 
 
 # Callables the engine does not follow that only read what they receive.
