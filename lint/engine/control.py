@@ -120,8 +120,7 @@ class ControlFlow(Room):
                 return self._for_each_layer(node, st, items)
             finally:
                 self._unrolled_items -= 1
-        items = known_items(iterable)
-        runs = bool(items)  # a non-empty list or range known in view: the body runs
+        runs = bool(known_items(iterable))  # a non-empty list or range known in view
         element = self.expressions.element_of(st, iterable, node.iter)
         # Each iteration binds a different object: its facts start afresh every time.
         fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
@@ -155,9 +154,9 @@ class ControlFlow(Room):
             self._unrolling_reasons[node] = _unrolling_reasons(node)
         indexed, grown = self._unrolling_reasons[node]
         if indexed and all(isinstance(item, Const) and type(item.value) is int for item in items) \
-                and any(known_items(self.expressions.evaluate(path, st)) for path in indexed):
+                and any(known_items(self.expressions.peek(path, st)) for path in indexed):
             return items
-        if any(_is_container(self.expressions.evaluate(path, st)) for path in grown):
+        if any(_is_container(self.expressions.peek(path, st)) for path in grown):
             return items
         return None
 

@@ -121,6 +121,20 @@ class Expressions(Room):
         base = self.evaluate(node.value, st)
         return self.attribute_of(st, base, node.attr.value, node, path)
 
+    def peek(self, expression: cst.BaseExpression, st: State) -> Value:
+        """The value of a name or attribute path (``outs``, ``self.convs``) as the code
+        would read it, without telling the rules of a read (a tensor's attribute is not
+        looked at: unknown)."""
+        path = dotted(expression)
+        value = st.lookup(path) if path is not None else None
+        if value is not None:
+            return value
+        if isinstance(expression, cst.Attribute):
+            base = self.peek(expression.value, st)
+            if not isinstance(base, TensorRef):
+                return self.attribute_of(st, base, expression.attr.value, expression, path)
+        return UNKNOWN
+
     def attribute_of(self, st: State, base: Value, attr: str, node: cst.CSTNode,
                      path: Optional[str]) -> Value:
         if isinstance(base, Imported):
