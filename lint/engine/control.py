@@ -292,10 +292,10 @@ class ControlFlow(Room):
     def _unrollable(self, node: cst.BaseComp, iterable: Value) -> Optional[tuple]:
         """The items a comprehension runs its element for, one by one, when that is
         known and cheap: one ``for`` without conditions, over known items, not inside
-        another comprehension being unrolled."""
+        another comprehension being unrolled, and not once the scope is frugal."""
         clause = node.for_in
         if not isinstance(node, (cst.ListComp, cst.GeneratorExp)) or self._unrolling \
-                or clause.inner_for_in is not None or clause.ifs:
+                or self.budget.frugal or clause.inner_for_in is not None or clause.ifs:
             return None
         items = known_items(iterable)
         return items if items is not None and len(items) <= MAX_UNROLLED_LAYERS else None
