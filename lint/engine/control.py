@@ -144,12 +144,15 @@ class ControlFlow(Room):
         known layers, or a list whose items are known, with the item: ``self.convs[i]``,
         ``outs[i + 1]`` are the layer and the item), ``for c in channels:
         self.convs.append(nn.Conv2d(c, ...))`` (its body adds layers to a container: it
-        holds one per item). Not inside another such loop, and not once the scope is
-        frugal."""
+        holds one per item), ``for data, target in batches`` over tensors that one
+        element standing for all would lose (``batches`` made by a comprehension: a tensor
+        per item). Not inside another such loop, and not once the scope is frugal."""
         items = known_items(iterable)
         if not items or len(items) > MAX_UNROLLED_LAYERS or self.budget.frugal \
                 or self._unrolled_items:
             return None
+        if _objects_in(Seq(items)) and not _objects_in(_joined(items)):
+            return items
         if node not in self._unrolling_reasons:
             self._unrolling_reasons[node] = _unrolling_reasons(node)
         indexed, grown = self._unrolling_reasons[node]
@@ -417,6 +420,14 @@ def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
             and isinstance(value.value, bool):
         return value.value
     return None
+
+
+def _joined(items: tuple) -> Value:
+    """One value standing for every item."""
+    element = items[0]
+    for item in items[1:]:
+        element = join_values(element, item)
+    return element
 
 
 def _objects_in(value: Value) -> list:
