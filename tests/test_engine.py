@@ -366,6 +366,14 @@ CASES = {
             w = torch.ones(2, requires_grad=True)
             break
         w.add_(1)
+        """, {(5, "GG101")}),
+    "a loop that may not run leaves the state before it too": ("""
+        import sys
+        import torch
+        for step in range(len(sys.argv) - 1):
+            w = torch.ones(2, requires_grad=True)
+            break
+        w.add_(1)
         """, set()),
     "try: the handler may run after any statement": ("""
         import torch

@@ -240,6 +240,21 @@ def iterated(container: ModuleObj) -> Optional[tuple]:
     return tuple(Const(name) for name in container.names)
 
 
+def known_items(iterable: Value) -> Optional[tuple]:
+    """What iterating over ``iterable`` gives, item by item, when every item and their
+    number are known: a list or tuple built in view (not one grown in a loop, whose
+    length is not known), a container's layers (not where they stand for layers whose
+    number is not known: a list grown in a loop, a generator, given as one layer
+    repeated); else None."""
+    if isinstance(iterable, Seq):
+        return iterable.items if iterable.growth is None else None
+    if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
+        items = iterated(iterable)
+        if items is not None and len(set(items)) == len(items):
+            return items
+    return None
+
+
 def _container_view(container: ModuleObj, view: str) -> Value:
     """``heads.keys()``, ``heads.values()``, ``heads.items()`` of a ModuleDict whose layers
     and names are all known, as ``LayerItems``; else unknown."""

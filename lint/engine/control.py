@@ -8,7 +8,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
-from gradguard.engine.containers import CONTAINERS, iterated
+from gradguard.engine.containers import CONTAINERS, iterated, known_items
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
 from gradguard.scopes import ClassScope
@@ -18,6 +18,7 @@ from gradguard.values import (
     AllowMutation,
     Const,
     GradMode,
+    IterableOf,
     LayerItems,
     ModuleObj,
     Seq,
@@ -75,8 +76,9 @@ class ControlFlow(Room):
                     requires_grad=Tri.of(truth), why_no_grad=None if truth else facts.why_no_grad)
 
     def _loop(self, entry: State, run_body: Callable[[State], Optional[State]],
-              exits_normally: bool) -> Optional[State]:
-        """Run a loop body until its facts stop changing; return the state after the loop.
+              exits_normally: bool, runs: bool = False) -> Optional[State]:
+        """Run a loop body until its facts stop changing; return the state after the loop
+        (``runs``: the body certainly runs once, so the loop is not skipped).
 
         The first pass starts from ``entry`` and the second exactly where the first
         ended, so an effect of iteration 1 is seen by iteration 2 with full precision;
@@ -102,6 +104,8 @@ class ControlFlow(Room):
             state = following
         else:
             heads.append(join_all(heads).widen(entry))
+        if runs:  # not the path that skips the loop: after it, the body ran at least once
+            heads = heads[1:]
         return join_all((heads if exits_normally else []) + breaks)
 
     def for_(self, node: cst.For, st: State) -> Optional[State]:
@@ -109,6 +113,14 @@ class ControlFlow(Room):
         layers = _known_layers(iterable)
         if layers is not None:
             return self._for_each_layer(node, st, layers)
+        items = self._items_to_unroll(node, iterable, st)
+        if items is not None:
+            self._unrolled_items += 1
+            try:
+                return self._for_each_layer(node, st, items)
+            finally:
+                self._unrolled_items -= 1
+        runs = bool(known_items(iterable))  # a non-empty list or range known in view
         element = self.expressions.element_of(st, iterable, node.iter)
         # Each iteration binds a different object: its facts start afresh every time.
         fresh = {obj: st.heap[obj] for obj in _objects_in(element) if obj in st.heap}
@@ -122,10 +134,37 @@ class ControlFlow(Room):
             self.statements.bind_target(node.target, element, state, node)
             return self.engine.suite(node.body, state)
 
-        after = self._loop(st, body, exits_normally=True)
+        after = self._loop(st, body, exits_normally=True, runs=runs)
         if node.orelse is not None and after is not None:
             after = self.engine.suite(node.orelse.body, after)
         return after
+
+    def _items_to_unroll(self, node: cst.For, iterable: Value, st: State) -> Optional[tuple]:
+        """The items of a loop over known items (a literal list, a range of known numbers)
+        that runs once per item, as a loop over a container's layers does, where that
+        makes what it indexes or builds known:
+        ``for i in range(3): x = self.convs[i](x)`` (its body indexes a container of
+        known layers, or a list whose items are known, with the item: ``self.convs[i]``,
+        ``outs[i + 1]`` are the layer and the item), ``for c in channels:
+        self.convs.append(nn.Conv2d(c, ...))`` (its body adds layers to a container: it
+        holds one per item), ``for data, target in batches`` over tensors that one
+        element standing for all would lose (``batches`` made by a comprehension: a tensor
+        per item). Not inside another such loop, and not once the scope is frugal."""
+        items = known_items(iterable)
+        if not items or len(items) > MAX_UNROLLED_LAYERS or self.budget.frugal \
+                or self._unrolled_items:
+            return None
+        if _objects_in(Seq(items)) and not _objects_in(_joined(items)):
+            return items
+        if node not in self._unrolling_reasons:
+            self._unrolling_reasons[node] = _unrolling_reasons(node)
+        indexed, grown = self._unrolling_reasons[node]
+        if indexed and all(isinstance(item, Const) and type(item.value) is int for item in items) \
+                and any(known_items(self.expressions.peek(path, st)) for path in indexed):
+            return items
+        if any(_is_container(self.expressions.peek(path, st)) for path in grown):
+            return items
+        return None
 
     def _for_each_layer(self, node: cst.For, st: State, layers: tuple) -> Optional[State]:
         """``for layer in self.layers: x = layer(x)`` over a container whose layers are
@@ -219,7 +258,12 @@ class ControlFlow(Room):
     def __init__(self, engine, **contexts) -> None:
         super().__init__(engine, **contexts)
         self.loops: list[_Loop] = []  # the loops running, innermost last
-        self._comprehensions: list[tuple[State, State]] = []  # running: (its state, around)
+        # running: (its state, the state around it, whether it is unrolled)
+        self._comprehensions: list[tuple[State, State, bool]] = []
+        self._unrolling = 0  # comprehensions being unrolled now
+        self._unrolled_items = 0  # loops over known items being unrolled now
+        # a loop -> what its body indexes with its item, and the containers it grows
+        self._unrolling_reasons: dict = {}
 
     def leave_iteration(self, st: State, ends_loop: bool) -> None:
         """``break`` (``ends_loop``) or ``continue``: the innermost loop takes ``st``."""
@@ -228,41 +272,81 @@ class ControlFlow(Room):
             (loop.breaks if ends_loop else loop.continues).append(st)
 
     def comprehension(self, node: cst.BaseComp, st: State) -> Value:
-        """Evaluate a comprehension; return what its element evaluates to. Its first
-        iterable is evaluated in the code around it; the rest in a scope of its own,
-        whose names do not leak, and which does not see a class body's names."""
+        """Evaluate a comprehension. Its first iterable is evaluated in the code around it;
+        the rest in a scope of its own, whose names do not leak, and which does not see a
+        class body's names. A list or generator over items all known (``for layer in
+        self.convs``, ``for i in range(3)``) is unrolled: the list of its elements, each
+        made in an allocation context of its own (three layers' outputs are three
+        tensors); any other is a list of some element, evaluated once."""
         clause = node.for_in
         iterable = self.expressions.evaluate(clause.iter, st)
         inner = _comprehension_state(st)
-        self._comprehensions.append((inner, st))
+        items = self._unrollable(node, iterable)
+        self._comprehensions.append((inner, st, items is not None))
         try:
-            while True:
-                element = self.expressions.element_of(inner, iterable, clause.iter)
-                self.statements.bind_target(clause.target, element, inner, clause)
-                for condition in clause.ifs:
-                    self.expressions.evaluate(condition.test, inner)
-                clause = clause.inner_for_in
-                if clause is None:
-                    break
-                iterable = self.expressions.evaluate(clause.iter, inner)
-            if isinstance(node, cst.DictComp):
-                self.expressions.evaluate(node.key, inner)
-                element = self.expressions.evaluate(node.value, inner)
+            if items is not None:
+                value = self._unrolled(node, items, inner)
+                # what its elements' graphs saved and what they wrote, as after a call
+                st.apply_effect(inner.call_effect())
             else:
-                element = self.expressions.evaluate(node.elt, inner)
+                value = self._some_element(node, iterable, inner)
         finally:
             self._comprehensions.pop()
         st.heap.update(inner.heap)  # objects the comprehension changed stay changed
-        return element
+        return value
+
+    def _unrollable(self, node: cst.BaseComp, iterable: Value) -> Optional[tuple]:
+        """The items a comprehension runs its element for, one by one, when that is
+        known and cheap: one ``for`` without conditions, over known items, not inside
+        another comprehension being unrolled, and not once the scope is frugal."""
+        clause = node.for_in
+        if not isinstance(node, (cst.ListComp, cst.GeneratorExp)) or self._unrolling \
+                or self.budget.frugal or clause.inner_for_in is not None or clause.ifs:
+            return None
+        items = known_items(iterable)
+        return items if items is not None and len(items) <= MAX_UNROLLED_LAYERS else None
+
+    def _unrolled(self, node: cst.BaseComp, items: tuple, inner: State) -> Value:
+        clause = node.for_in
+        elements = []
+        self._unrolling += 1
+        try:
+            for position, item in enumerate(items):
+                with self.stack.allocation((id(node), position)):
+                    self.statements.bind_target(clause.target, item, inner, clause)
+                    elements.append(self.expressions.evaluate(node.elt, inner))
+        finally:
+            self._unrolling -= 1
+        return Seq(tuple(elements)) if any(e is not UNKNOWN for e in elements) else UNKNOWN
+
+    def _some_element(self, node: cst.BaseComp, iterable: Value, inner: State) -> Value:
+        clause = node.for_in
+        while True:
+            element = self.expressions.element_of(inner, iterable, clause.iter)
+            self.statements.bind_target(clause.target, element, inner, clause)
+            for condition in clause.ifs:
+                self.expressions.evaluate(condition.test, inner)
+            clause = clause.inner_for_in
+            if clause is None:
+                break
+            iterable = self.expressions.evaluate(clause.iter, inner)
+        if isinstance(node, cst.DictComp):
+            self.expressions.evaluate(node.key, inner)
+            self.expressions.evaluate(node.value, inner)
+            return UNKNOWN
+        element = self.expressions.evaluate(node.elt, inner)
+        return IterableOf(element) if element is not UNKNOWN \
+            and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
 
     def bind_around_comprehensions(self, name: str, value: Value, st: State) -> None:
         """A walrus in a comprehension (``[y := f(x) for x in xs]``) binds in the code
-        around it, to the value of one of the iterations (or the old one: none ran)."""
-        for inner, around in reversed(self._comprehensions):
+        around it, to the value of one of the iterations (or the old one: none ran); in an
+        unrolled comprehension, whose items run in order, to the last one's."""
+        for inner, around, unrolled in reversed(self._comprehensions):
             if inner is not st:
                 return
             old = around.env.get(name)
-            around.bind(name, value if old is None else join_values(old, value))
+            around.bind(name, value if old is None or unrolled else join_values(old, value))
             st = around
 
 
@@ -301,6 +385,37 @@ def _known_layers(iterable: Value) -> Optional[tuple]:
     return items if items and len(items) <= MAX_UNROLLED_LAYERS else None
 
 
+def _unrolling_reasons(node: cst.For) -> tuple[list, list]:
+    """What a loop's body indexes with its item (``self.convs[i]``, ``outs[i + 1]``; when
+    the item is a name) and what it adds layers to (``self.convs.append(...)``), as
+    expressions for names and attribute paths, each once."""
+    name = node.target.value if isinstance(node.target, cst.Name) else None
+    indexed, grown, seen = [], [], set()
+    for inner in walk(node.body):
+        if isinstance(inner, cst.Subscript) and name is not None \
+                and any(isinstance(part, cst.Name) and part.value == name
+                        for element in inner.slice for part in walk(element)):
+            _add_path(inner.value, indexed, seen)
+        elif isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                and inner.func.attr.value in LAYER_ADDERS:
+            _add_path(inner.func.value, grown, seen)
+    return indexed, grown
+
+
+LAYER_ADDERS = frozenset({"append", "extend", "add_module", "insert"})
+
+
+def _add_path(expression: cst.BaseExpression, paths: list, seen: set) -> None:
+    path = dotted(expression)
+    if path is not None and (id(paths), path) not in seen:
+        seen.add((id(paths), path))
+        paths.append(expression)
+
+
+def _is_container(value: Value) -> bool:
+    return isinstance(value, ModuleObj) and value.kind in CONTAINERS
+
+
 def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
     """The outcome of an ``if isinstance(...)`` test whose answer is known."""
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
@@ -308,6 +423,14 @@ def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:
             and isinstance(value.value, bool):
         return value.value
     return None
+
+
+def _joined(items: tuple) -> Value:
+    """One value standing for every item."""
+    element = items[0]
+    for item in items[1:]:
+        element = join_values(element, item)
+    return element
 
 
 def _objects_in(value: Value) -> list:

@@ -7,8 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import _all_params, _literal, dotted, source_text, tri_of
-from gradguard.engine.constants import folded_binary, folded_comparison
+from gradguard.engine.common import (MAX_UNROLLED_LAYERS, _all_params, _literal, dotted,
+                                     source_text, tri_of)
+from gradguard.engine.constants import folded_binary, folded_comparison, integer
 from gradguard.engine.containers import (
     ANY_POSITION,
     CONTAINER_GROWERS,
@@ -26,6 +27,7 @@ from gradguard.engine.containers import (
     _updated,
     dict_view,
     iterated,
+    known_items,
     submodules,
 )
 from gradguard.engine.partials import Partial, partial_of
@@ -51,6 +53,7 @@ from gradguard.values import (
     Instance,
     IterableOf,
     KeyedItems,
+    LayerItems,
     ModuleObj,
     ModuleRef,
     Optimizer,
@@ -97,9 +100,7 @@ class Expressions(Room):
         if handler is not None:
             return handler(node, st)
         if isinstance(node, cst.BaseComp):
-            element = self.control.comprehension(node, st)
-            return IterableOf(element) if element is not UNKNOWN \
-                and isinstance(node, (cst.ListComp, cst.GeneratorExp)) else UNKNOWN
+            return self.control.comprehension(node, st)
         for child in child_nodes(node):  # evaluate what is inside for its effects
             if isinstance(child, cst.BaseExpression):
                 self.evaluate(child, st)
@@ -127,6 +128,20 @@ class Expressions(Room):
             return self.tensors.read_tensor(st, node, value) if st.alias_writes else value
         base = self.evaluate(node.value, st)
         return self.attribute_of(st, base, node.attr.value, node, path)
+
+    def peek(self, expression: cst.BaseExpression, st: State) -> Value:
+        """The value of a name or attribute path (``outs``, ``self.convs``) as the code
+        would read it, without telling the rules of a read (a tensor's attribute is not
+        looked at: unknown)."""
+        path = dotted(expression)
+        value = st.lookup(path) if path is not None else None
+        if value is not None:
+            return value
+        if isinstance(expression, cst.Attribute):
+            base = self.peek(expression.value, st)
+            if not isinstance(base, TensorRef):
+                return self.attribute_of(st, base, expression.attr.value, expression, path)
+        return UNKNOWN
 
     def attribute_of(self, st: State, base: Value, attr: str, node: cst.CSTNode,
                      path: Optional[str]) -> Value:
@@ -454,17 +469,24 @@ class Expressions(Room):
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
         if any(arg.star or arg.keyword for arg in node.args):
             return UNKNOWN
+        if name == "len" and len(args) == 1:
+            items = known_items(args[0])
+            return Const(len(items)) if items is not None else NUMBER
         if name in ("len", "int", "float", "round"):
             return NUMBER
         if name == "range":
-            return IterableOf(NUMBER)
+            return _range(args)
+        if name == "sum" and len(args) == 1:
+            return self._sum(st, node, args[0])
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
         if name == "zip":
             return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
         if name == "filter" and len(args) == 2:  # some of its elements, unchanged
             return IterableOf(self.element_of(st, args[1], node))
-        if name == "enumerate" and args:
+        if name == "enumerate" and len(args) == 1:
+            return self._enumerate(st, node, args[0])
+        if name == "enumerate" and args:  # a start given: some index with some element
             return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
         if name == "setattr" and len(args) == 3:
             return self._setattr(st, node, *args)
@@ -473,6 +495,25 @@ class Expressions(Room):
                 return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
             return IterableOf(self.element_of(st, args[0], node))
         return UNKNOWN
+
+    def _sum(self, st: State, node: cst.Call, iterable: Value) -> Value:
+        """``sum(out.mean() for out in outs)`` over tensors all known: their total, whose
+        graph holds each one's (``+`` saves nothing); else unknown."""
+        items = known_items(iterable)
+        if not items or not all(isinstance(item, TensorRef) for item in items):
+            return UNKNOWN
+        return self.tensors.op_result(st, node, items, OpName.of("operator", "add"))
+
+    def _enumerate(self, st: State, node: cst.Call, iterable: Value) -> Value:
+        """``enumerate(xs)``: over a sequence whose items are known, each item with its
+        index (over a container's layers, a ``for`` runs once per pair, as over the
+        container); else some index with some element."""
+        items = known_items(iterable)
+        if items is None:
+            return IterableOf(Seq((NUMBER, self.element_of(st, iterable, node))))
+        pairs = tuple(Seq((Const(index), item)) for index, item in enumerate(items))
+        layers = isinstance(iterable, LayerItems) or isinstance(iterable, ModuleObj)
+        return LayerItems(pairs) if layers else Seq(pairs)
 
     def _setattr(self, st: State, node: cst.Call, owner: Value, name: Value,
                  value: Value) -> Value:
@@ -624,11 +665,22 @@ BINARY_OPS = {
     cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
 }
 
+def _range(args: list) -> Value:
+    """``range(...)`` of known integers: its numbers, when there are few enough to run
+    a loop's body once each; else some numbers."""
+    if args and len(args) <= 3 and all(integer(arg) is not None for arg in args):
+        numbers = range(*(arg.value for arg in args)) if args[-1].value or len(args) < 3 \
+            else None
+        if numbers is not None and len(numbers) <= MAX_UNROLLED_LAYERS:
+            return Seq(tuple(Const(number) for number in numbers))
+    return IterableOf(NUMBER)
+
+
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr", "filter"})
+                      "int", "float", "round", "iter", "sorted", "setattr", "filter", "sum"})
 
 
 # Callables the engine does not follow that only read what they receive.

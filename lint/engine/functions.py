@@ -72,7 +72,7 @@ class CustomFunctions(Room):
             if requires_grad is Tri.YES else EMPTY_SAVES
         if requires_grad is Tri.YES:
             records = frozenset(
-                SaveRecord((self.tensors.contextual(id(node)), position),
+                SaveRecord(self.saved.save_key(st, id(node), position),
                            self.saved.counter_of(st, tensor.obj),
                            info.name, node, text, by_function=True)
                 for position, (node, tensor, text) in enumerate(frame.saved))

@@ -297,7 +297,7 @@ class Modules(Room):
         if st.grad is Tri.YES and (
                 self.tensors.requires_grad_of(st, value) is Tri.YES or len(layers) > 1):
             self.saved.note_owner(module)
-            record = SaveRecord((self.tensors.contextual(id(node)), PARAMS), (module.obj, PARAMS),
+            record = SaveRecord(self.saved.save_key(st, id(node), PARAMS), (module.obj, PARAMS),
                                 forward.display(), node,
                                 Prose(f"the parameters of `{source_text(node.func)}`"))
             self.saved.add_saves(st, [record])

@@ -40,6 +40,7 @@ class SavedTensors(Room):
         super().__init__(engine, **contexts)
         # owner object -> every owner object below it (a model -> its layers, its Parameters)
         self.owned: dict[Hashable, frozenset] = {}
+        self._freed_keys: tuple = (None, frozenset())  # the last freed saves, and their keys
 
     def counter_of(self, st: State, obj: Hashable) -> Hashable:
         """The object whose version counter a write to ``obj`` moves: the base of a view
@@ -111,6 +112,21 @@ class SavedTensors(Room):
                 pending.append(current.element)
         return frozenset(found)
 
+    def save_key(self, st: State, site: Hashable, part: Hashable) -> tuple:
+        """The key of the save ``site`` makes now as ``part``: the site in the current
+        allocation context. A save an earlier backward freed that the site makes again (a
+        training loop's next iteration) belongs to another graph, so it is keyed apart
+        (of two keys, the one not freed): a tensor that still holds the freed graph (a
+        hidden state carried over) is told from one that holds only the new graph."""
+        key = (self.tensors.contextual(site), part)
+        if not st.freed:
+            return key
+        if st.freed is not self._freed_keys[0]:
+            self._freed_keys = (st.freed, frozenset(save.key for save, _ in st.freed))
+        freed = self._freed_keys[1]
+        again = ((key[0], AGAIN), part)
+        return again if key in freed and again not in freed else key
+
     def record_saves(self, st: State, node: cst.CSTNode, op: OpName, operands: dict,
                      result: Optional[TensorRef], display: str,
                      site: Optional[Hashable] = None,
@@ -147,11 +163,11 @@ class SavedTensors(Room):
                 if not isinstance(written, str):
                     written = source_text(written)
                 written = written or self.file.labels.get(tensor.obj, "")
-                records.add(SaveRecord((self.tensors.contextual(site or id(node)), part),
+                records.add(SaveRecord(self.save_key(st, site or id(node), part),
                                        self.counter_of(st, tensor.obj), display, node, written))
         if entry.get("saves_result") and not entry.get("saved_outputs") and not inplace \
                 and result is not None and result_requires_grad is Tri.YES:
-            records.add(SaveRecord((self.tensors.contextual(site or id(node)), "result"),
+            records.add(SaveRecord(self.save_key(st, site or id(node), "result"),
                                    result.obj, display, node, ""))
         self.add_saves(st, records)
         return frozenset(records)
@@ -331,6 +347,7 @@ class SavedTensors(Room):
 
 
 INDEX = OpName.of("operator", "index")  # what ``a[i]`` calls
+AGAIN = "*again"  # marks the key of a freed save made again (``SavedTensors.save_key``)
 
 
 def _tensors_in(value: Value) -> list[TensorRef]:

@@ -187,11 +187,19 @@ class Tensors(Room):
     def outputs_of(self, st: State, node: cst.Call, op: OpName, inputs: list, operands: dict,
                    saved_outputs: list, site: Optional[Hashable] = None) -> Value:
         """A layer returning a tuple (``out, (h, c) = lstm(x)``): output 0 is a tensor whose
-        graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved."""
+        graph holds the layer's saves, and the outputs in ``saved_outputs`` are saved. A
+        recurrent layer's final state (``h``; an LSTM's ``(h, c)``) is computed by the same
+        graph: a tensor holding what output 0 holds."""
         output = self.op_result(st, node, inputs, op, operands, site=site)
         if 0 in saved_outputs:
             self.save_output(st, node, output, "output 0", op, site)
-        return Seq((output, UNKNOWN))
+        states = RECURRENT_STATES.get(op.name) if op.namespace == "nn" else None
+        if states is None:
+            return Seq((output, UNKNOWN))
+        facts = self.facts(st, output)
+        hidden = tuple(self.new_tensor(st, (site or id(node), "state", index), facts)
+                       for index in range(states))
+        return Seq((output, hidden[0] if states == 1 else Seq(hidden)))
 
     def save_output(self, st: State, node: cst.CSTNode, output: TensorRef, key: str, op: OpName,
                     site: Optional[Hashable] = None) -> None:
@@ -200,7 +208,7 @@ class Tensors(Room):
         facts = self.facts(st, output)
         if facts.requires_grad is not Tri.YES or st.grad is not Tri.YES:
             return
-        record = SaveRecord((self.contextual(site or id(node)), key), output.obj, op.display(),
+        record = SaveRecord(self.saved.save_key(st, site or id(node), key), output.obj, op.display(),
                             node, "")
         self.saved.add_saves(st, [record])
         st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
@@ -351,7 +359,7 @@ class Tensors(Room):
                 and not _scalar_form(method, operands,
                                      self.knowledge.inplace_scalar_overloads):
             # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
-            record = SaveRecord((self.contextual(site or id(node)), "result"), counter,
+            record = SaveRecord(self.saved.save_key(st, site or id(node), "result"), counter,
                                 method.display(), node, text)
             self.saved.add_saves(st, [record])
             st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
@@ -443,11 +451,12 @@ class Tensors(Room):
             # An op that saved it as an input cannot use it any more (GG306 at backward)...
             self.saved.write_to_saved(st, node, self.saved.counter_of(st, tensor.obj), text,
                                 "`detach_()`", False, tensor.obj, detach=True)
-            # ...and every later use is cut from the graph it had, if that was still live.
+            # ...and every later use is cut from the graph it had, if that was still live
+            # (a backward through a later use needs none of that graph's saves).
             cut = frozenset({(node, "detach_")}) if facts.is_leaf is Tri.NO \
                 and facts.saves & st.saves else frozenset()
             st.heap[tensor.obj] = facts.evolve(
-                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None,
+                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None, saves=EMPTY_SAVES,
                 why_no_grad=Origin(node, "detached by `detach_()`"),
                 dropped_terms=facts.dropped_terms | cut)
             return tensor
@@ -578,3 +587,8 @@ def _relayouts(method: OpName, view_methods: frozenset) -> bool:
     table's)."""
     return method.out_of_place().key() in view_methods \
         or method.key() in ("set_", "resize_", "resize_as_")
+
+
+# A recurrent layer's final state, its second output: how many tensors it is (an LSTM's
+# hidden and cell states).
+RECURRENT_STATES = {"RNN": 1, "GRU": 1, "LSTM": 2}

@@ -208,7 +208,7 @@ class TorchCalls(Room):
             output = self.tensors.op_result(st, (id(node), index), args, op)
             facts = self.tensors.facts(st, output)
             if index in outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
-                record = SaveRecord((self.tensors.contextual(id(node)), f"output {index}"),
+                record = SaveRecord(self.saved.save_key(st, id(node), f"output {index}"),
                                     output.obj, op.display(), node, f"output {index}")
                 self.saved.add_saves(st, [record])
                 st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
