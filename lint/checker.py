@@ -21,11 +21,19 @@ import libcst as cst
 from gradguard.engine import analyze
 from gradguard import memory
 from gradguard.citations import render
+from gradguard.conditions import MAX_FLAGS, Assumption
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import Project, on_disk
 from gradguard.parse import parse_module
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
+from gradguard.findings import (
+    DECODE_ERROR,
+    INTERNAL_ERROR,
+    SYNTAX_ERROR,
+    Finding,
+    Fix,
+    only_when,
+)
 from gradguard.fixes import Rewrite, Source
 from gradguard.knowledge import TorchAPI
 from gradguard.rules import ALL_RULES, Rule
@@ -46,11 +54,14 @@ def check_source(
     options: Optional[Mapping[str, Mapping[str, object]]] = None,
     session: Optional["Session"] = None,
     trace: Optional[Trace] = None,
+    conditional: bool = True,
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
     ``session``: what the checks share (default: this process's, ``process_session``).
-    ``trace``: what ``gradguard explain`` watches the analysis with (``gradguard.trace``)."""
+    ``trace``: what ``gradguard explain`` watches the analysis with (``gradguard.trace``).
+    ``conditional``: also report hazards on a path a flag selects, with the condition
+    (``gradguard.conditions``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     if session is None:
@@ -58,7 +69,7 @@ def check_source(
     _make_room(len(source), session.project)
     with session.collector:
         return _on_deep_stack(
-            lambda: _check(source, path, rules, debug, options, session, trace))
+            lambda: _check(source, path, rules, debug, options, session, trace, conditional))
 
 
 # Memory: the modules imports led to are kept for the files after (each with its tree).
@@ -158,7 +169,7 @@ def _compiles(text: str, path: str) -> bool:
 
 
 def _check(source, path, rules, debug, options, session: Session,
-           trace: Optional[Trace] = None) -> list[Finding]:
+           trace: Optional[Trace] = None, conditional: bool = True) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -192,15 +203,21 @@ def _check(source, path, rules, debug, options, session: Session,
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
-    raw: list[tuple[cst.CSTNode, str, str]] = []
+    raw: list[tuple] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
+
+    def run(report, assumption: Optional[Assumption] = None):
+        return analyze(module, rules, report, failures, positions, path=disk_path,
+                       project=project if disk_path is not None else None, text=text,
+                       options=options, knowledge=session.knowledge,
+                       trace=None if assumption is not None else trace,
+                       assumption=assumption)
     try:
-        interpreter = analyze(module, rules, lambda *report: raw.append(report),
-                              failures, positions, path=disk_path,
-                              project=project if disk_path is not None else None, text=text,
-                              options=options, knowledge=session.knowledge, trace=trace)
+        interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
+        if conditional and trace is None:
+            raw += _conditional(run, raw, interpreter.file.flag_tests)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text)) + [
@@ -208,6 +225,31 @@ def _check(source, path, rules, debug, options, session: Session,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
     ]
+
+
+def _conditional(run, raw: list, flag_tests: dict) -> list:
+    """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
+    again with each of its first flag tests assumed true, then false. A report neither
+    the plain run nor the other outcome made carries its condition; one both outcomes
+    made (a hazard either way, which the join of the two hid) carries none."""
+    plain = {(id(node), code) for node, code, *_ in raw}
+    found = []
+    for test in list(flag_tests)[:MAX_FLAGS]:
+        outcomes = {}
+        for truth in (True, False):
+            reports = []
+            run(lambda *report: reports.append(report), Assumption(test, truth))
+            outcomes[truth] = {(id(r[0]), r[1]): r for r in reports
+                               if (id(r[0]), r[1]) not in plain}
+        for truth, reports in outcomes.items():
+            for key, report in reports.items():
+                either_way = key in outcomes[not truth]
+                if either_way and not truth:
+                    continue  # reported once, with the first outcome's
+                condition = None if either_way else Assumption(test, truth).condition()
+                found.append((*report, condition))
+                plain.add(key)
+    return found
 
 
 def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
@@ -218,14 +260,17 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
     the fix is that file's to offer when it is linted), mirrored at the call in this
     file that led there (``mirrored``)."""
     findings = set()
-    for node, code, message, rewrite, site in raw:
+    for node, code, message, rewrite, site, *conditional in raw:
+        condition = conditional[0] if conditional else None
         try:
             where = positions.range(node)
         except KeyError:
             if place is None:
                 continue
             at, line, column = place(node)
-            elsewhere = Finding(display_path(at), line, column + 1, code, render(message, at))
+            elsewhere = Finding(display_path(at), line, column + 1, code,
+                                render(message, at) + only_when(condition),
+                                condition=condition)
             findings.add(elsewhere)
             mirror = mirrored(elsewhere, message, site, positions, path)
             if mirror is not None:
@@ -233,8 +278,9 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
             continue
         fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
         findings.add(Finding(path, where.start.line, where.start.column + 1, code,
-                             render(message, on_disk(path)), end_line=where.end.line,
-                             end_col=where.end.column + 1, fix=fix))
+                             render(message, on_disk(path)) + only_when(condition),
+                             end_line=where.end.line, end_col=where.end.column + 1, fix=fix,
+                             condition=condition))
     return sorted(findings)
 
 
@@ -252,9 +298,11 @@ def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
         return None
     there = f"{_relative(elsewhere.path, path)}:{elsewhere.line}"
     return Finding(path, call.start.line, call.start.column + 1, elsewhere.code,
-                   f"in {there} (reached from this call): {render(message, on_disk(path))}",
+                   f"in {there} (reached from this call): {render(message, on_disk(path))}"
+                   + only_when(elsewhere.condition),
                    end_line=call.end.line, end_col=call.end.column + 1,
-                   mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col))
+                   mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col),
+                   condition=elsewhere.condition)
 
 
 def _relative(target: str, linted: str) -> str:

@@ -57,10 +57,19 @@ class Finding:
     # (path, line, col) in another file (``checker``: a write in ``models.py`` that a
     # call in ``train.py`` makes fail is also reported at that call).
     mirror_of: Optional[tuple[str, int, int]] = field(default=None, compare=False)
+    # Conditional: the hazard happens on the path where this Python expression holds
+    # (``not freeze``, ``self.num_convs > 1``), a flag the code branches on and the
+    # analysis could not decide (``gradguard.conditions``); None: on every path analysed.
+    condition: Optional[str] = field(default=None, compare=False)
 
     def format(self) -> str:
         verdict = f" [{self.verdict}]" if self.verdict else ""
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}{verdict}"
+
+
+def only_when(condition: Optional[str]) -> str:
+    """What a conditional finding's message ends with."""
+    return f" (only when `{condition}`)" if condition is not None else ""
 
 
 def without_orphan_mirrors(findings: list[Finding]) -> list[Finding]:

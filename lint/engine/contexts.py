@@ -16,6 +16,7 @@ import libcst as cst
 from gradguard.modulescope import ModuleScope
 
 if TYPE_CHECKING:
+    from gradguard.conditions import Assumption
     from gradguard.engine.summaries import HeapReads, Recording
     from gradguard.project import Project
     from gradguard.state import State
@@ -201,6 +202,11 @@ class FileFacts:
         # whose flag is unknown: ``bias=bias``), so ``x is None`` is not decided (tensors)
         self.maybe_none: set[Hashable] = set()
         self.in_function = False  # the module body has run: function bodies are analysed
+        # The outcome every undecided test spelled so takes (``gradguard.conditions``; set
+        # by the checker for a run under an assumption), and the flag tests this run met
+        # undecided whose branches may matter, in order (control)
+        self.assumption: Optional[Assumption] = None
+        self.flag_tests: dict[str, None] = {}
 
 
 def _statements(node: cst.CSTNode, nested: bool = True) -> int:

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from gradguard.conditions import flag_test, may_matter_in
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room
@@ -41,8 +42,8 @@ class ControlFlow(Room):
         while current is not None:
             test = self.expressions.evaluate(current.test, st)
             known = _known_type_test(current.test, test)
-            if known is None and isinstance(test, Const) and isinstance(test.value, bool):
-                known = test.value  # a flag whose value is known (a default: keep=True)
+            if known is None:
+                known = self.branch_of(current.test, test, current)
             if known:  # isinstance(layer, nn.Linear): only this arm runs
                 ends.append(self.engine.suite(current.body, st))
                 break
@@ -57,6 +58,27 @@ class ControlFlow(Room):
             if current is None:
                 ends.append(self.engine.suite(orelse.body, st) if orelse is not None else st)
         return _join_balanced(ends)
+
+    def branch_of(self, node: cst.BaseExpression, test: Value,
+                  branch: cst.CSTNode) -> Optional[bool]:
+        """Which arm of ``branch`` its test ``node`` (of value ``test``) takes: a constant's
+        truth (a default ``keep=True``, ``threshold=None``), else the assumed outcome of
+        the run's ``Assumption`` for a test spelled so, else None (both arms run). A flag
+        test left undecided whose arms may matter is noted for the checker to assume."""
+        if isinstance(test, Const) and isinstance(test.value, (bool, int, float, str)) \
+                or test == Const(None):
+            return bool(test.value)
+        if test is not UNKNOWN:
+            return None
+        text = flag_test(node)
+        if text is None:
+            return None
+        assumption = self.file.assumption
+        if assumption is not None:
+            return assumption.truth if assumption.test == text else None
+        if text not in self.file.flag_tests and may_matter_in(branch):
+            self.file.flag_tests[text] = None
+        return None
 
     def _refine(self, test: cst.BaseExpression, st: State, truth: bool) -> None:
         """What a branch learns from its test: inside ``if loss.requires_grad:`` the

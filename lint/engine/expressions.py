@@ -29,6 +29,7 @@ from gradguard.events import (
 )
 from gradguard.facts import Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName
+from gradguard.knowledge.unchanged import UNCHANGED_WHEN
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -170,7 +171,7 @@ class Expressions(Room):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
                 why_no_grad=Origin(node, "a comparison, which is not differentiable")))
-        return UNKNOWN
+        return _compare_constants(node, operands)
 
     def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:
         """``x is None`` / ``x is not None``: an identity test, never a tensor. Its outcome
@@ -181,9 +182,14 @@ class Expressions(Room):
             return None
         left, right = operands
         other = right if left == Const(None) else left if right == Const(None) else None
-        if other is None or not self._certainly_not_none(other, st):
+        if other is None:
             return UNKNOWN
-        return Const(isinstance(node.comparisons[0].operator, cst.IsNot))
+        is_not = isinstance(node.comparisons[0].operator, cst.IsNot)
+        if isinstance(other, Const):  # a literal, or a constant argument (threshold=None)
+            return Const((other.value is None) != is_not)
+        if not self._certainly_not_none(other, st):
+            return UNKNOWN
+        return Const(is_not)
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
@@ -242,9 +248,9 @@ class Expressions(Room):
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         """``a if test else b``: only the arm a known test picks (``[False, True] if
         check_train else [False]`` with ``check_train=False``), else both, joined."""
-        test = self.evaluate(node.test, st)
-        if isinstance(test, Const) and isinstance(test.value, bool):
-            return self.evaluate(node.body if test.value else node.orelse, st)
+        known = self.control.branch_of(node.test, self.evaluate(node.test, st), node)
+        if known is not None:
+            return self.evaluate(node.body if known else node.orelse, st)
         return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
 
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
@@ -535,18 +541,62 @@ class Expressions(Room):
                 operands.setdefault(str(positions[name]), operand)
         return operands
 
+    def writes_nothing(self, node: cst.Call, args: list, key: str) -> bool:
+        """Whether the in-place op ``key`` called so leaves its input untouched (an
+        in-place dropout with ``p=0``, or not training: ``knowledge.unchanged``)."""
+        for condition in UNCHANGED_WHEN.get(key, ()):
+            value = self.argument(node, args, condition.name, condition.position)
+            if value is None and condition.default is not None:
+                value = Const(condition.default)
+            if isinstance(value, Const) and condition.holds(value.value):
+                return True
+        return False
+
     def argument(self, node: cst.Call, args: list, name: str,
                  position: Optional[int] = None) -> Optional[Value]:
-        """The value passed as ``name=``, else as the ``position``-th positional argument."""
+        """The value passed as ``name=`` (also by ``**params`` of a dict whose keys are
+        known: ``{"inplace": inplace}``), else as the ``position``-th positional argument."""
         positional = []
         for arg, value in zip(node.args, args):
             if arg.keyword is not None and arg.keyword.value == name:
                 return value
+            if arg.star == "**" and isinstance(value, KeyedItems):
+                passed = dict(value.items)
+                if name in passed:
+                    return passed[name]
             if arg.keyword is None and not arg.star:
                 positional.append(value)
         if position is not None and position < len(positional):
             return positional[position]
         return None
+
+
+_COMPARE = {
+    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b, cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b, cst.GreaterThanEqual: lambda a, b: a >= b,
+}
+
+
+def _compare_constants(node: cst.Comparison, operands: list) -> Value:
+    """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
+    "sum"``), chained as Python chains it; unknown unless every operand is a constant of
+    the same kind (numbers with numbers, strings with strings) and every operator one of
+    ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``."""
+    if not all(isinstance(value, Const) for value in operands):
+        return UNKNOWN
+    values = [value.value for value in operands]
+    kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool)
+             else type(v).__name__ for v in values}
+    if len(kinds) != 1 or kinds - {"number", "str", "bool"}:
+        return UNKNOWN
+    for left, right, target in zip(values, values[1:], node.comparisons):
+        compare = _COMPARE.get(type(target.operator))
+        if compare is None:
+            return UNKNOWN
+        if not compare(left, right):
+            return Const(False)
+    return Const(True)
 
 
 def _whole_slice(lower: Optional[Value], upper: Optional[Value], step: Optional[Value]) -> bool:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 import libcst as cst
 
 from gradguard.citations import cite
+from gradguard.conditions import Assumption
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.contexts import Budget, CallStack, FileFacts
 from gradguard.engine.control import ControlFlow
@@ -57,20 +58,24 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
             project: Optional[Project] = None, text: Optional[str] = None,
             options: Optional[Mapping[str, Mapping[str, object]]] = None,
             knowledge: Optional[TorchAPI] = None,
-            trace: Optional[Trace] = None) -> "Interpreter":
+            trace: Optional[Trace] = None,
+            assumption: Optional[Assumption] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
     loader's); rule failures are appended to ``failures``. The project keeps the
     module's bindings for the files that import it later. ``trace`` (for ``gradguard
-    explain``) observes the analysis of one line."""
+    explain``) observes the analysis of one line. Under an ``assumption`` (a flag test's
+    outcome, ``gradguard.conditions``) the module is not kept: it is not what the
+    file's importers see."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
                               scope=scope, options=options,
                               knowledge=knowledge if knowledge is not None else load(),
                               trace=trace)
+    interpreter.file.assumption = assumption
     interpreter.run()
-    if project is not None and path is not None and text is not None:
+    if project is not None and path is not None and text is not None and assumption is None:
         scope.imports = interpreter.file.imported
         project.remember(scope)
     return interpreter

@@ -21,6 +21,7 @@ from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName, TorchAPI
+from gradguard.knowledge.unchanged import INPLACE_IGNORED
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -233,7 +234,8 @@ class Modules(Room):
 
     def build_module(self, node, kind, args) -> Value:
         inplace = Tri.NO
-        if kind in self.knowledge.inplace_modules:
+        if kind in self.knowledge.inplace_modules and kind not in INPLACE_IGNORED \
+                and not self.expressions.writes_nothing(node, args, layer_op(kind).key()):
             position = self.knowledge.inplace_positions.get(layer_op(kind).key())
             flag = self.expressions.argument(node, args, "inplace", position)
             inplace = Tri.NO if flag is None else tri_of(flag)

@@ -223,6 +223,9 @@ class TorchCalls(Room):
         if name in self.knowledge.functional_inplace_params:
             position = self.knowledge.inplace_positions.get(op.key())
             flag = self.expressions.argument(node, args, "inplace", position)
+            if flag is not None and tri_of(flag) is Tri.YES \
+                    and self.expressions.writes_nothing(node, args, op.key()):
+                return arg0  # it returns its input as it is
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
                                           f"`{op.display()}(..., inplace=True)`", method=op,

@@ -1,0 +1,92 @@
+"""Conditional findings: hazards on a path that a flag the code branches on selects.
+
+A test the analysis cannot decide (``if freeze:``, ``if self.num_convs > 1:``, ``x if
+bias is None else y``) joins both arms, and a join keeps only what the arms agree on: a
+hazard that happens on one arm only is then not certain, and no rule reports it. Where
+the test reads a *flag* (a name or an attribute such as ``self.training``, alone, negated,
+or compared with a literal) and one of its arms may matter (``relevance``), the checker
+analyses the file again under an ``Assumption``: every test spelled the same way that
+the analysis meets undecided takes the assumed outcome. A finding that run makes and the
+plain run does not is reported with its condition (``Finding.condition``), a Python
+expression that holds on the path (``not freeze``, ``self.num_convs > 1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.relevance import may_matter, syntax_events
+
+MAX_FLAGS = 2  # flags assumed per file (each costs two more analyses of the file)
+
+_NEGATED = {
+    cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal,
+    cst.LessThan: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThan,
+    cst.GreaterThan: cst.LessThanEqual, cst.LessThanEqual: cst.GreaterThan,
+}
+_CODEGEN = cst.Module(body=[])
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """Every undecided test spelled ``test`` takes the outcome ``truth``."""
+
+    test: str
+    truth: bool
+
+    def condition(self) -> str:
+        """The expression that holds on the assumed path."""
+        return self.test if self.truth else negated(self.test)
+
+
+def flag_test(node: cst.BaseExpression) -> Optional[str]:
+    """``node``'s text when it tests a flag: a name or attribute (``freeze``,
+    ``self.training``), ``not`` one, or one compared with a literal (``x is None``,
+    ``self.num_convs > 1``, ``mode == "sum"``); else None."""
+    inner = node.expression if isinstance(node, cst.UnaryOperation) \
+        and isinstance(node.operator, cst.Not) else node
+    if isinstance(inner, cst.Comparison):
+        if len(inner.comparisons) != 1 or not _is_flag(inner.left) \
+                or not _is_literal(inner.comparisons[0].comparator) \
+                or type(inner.comparisons[0].operator) not in _NEGATED:
+            return None
+    elif not _is_flag(inner):
+        return None
+    return _CODEGEN.code_for_node(node)
+
+
+def may_matter_in(node: cst.CSTNode) -> bool:
+    """Whether a branch (an ``if`` with its arms, a conditional expression) may do
+    something a rule can see: build a layer, write in place, set a flag, ..."""
+    return may_matter(syntax_events(node))
+
+
+def negated(test: str) -> str:
+    """The expression that holds where ``test`` (a ``flag_test``) does not."""
+    node = cst.parse_expression(test)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _CODEGEN.code_for_node(node.expression)
+    if isinstance(node, cst.Comparison):
+        target = node.comparisons[0]
+        operator = _NEGATED[type(target.operator)](
+            whitespace_before=cst.SimpleWhitespace(" "),
+            whitespace_after=cst.SimpleWhitespace(" "))
+        return _CODEGEN.code_for_node(
+            node.with_changes(comparisons=[target.with_changes(operator=operator)]))
+    return f"not {test}"
+
+
+def _is_flag(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value not in ("True", "False", "None")
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
