@@ -85,6 +85,10 @@ def verify_options(command):
               help="Do not print the summary or a progress bar.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--disable-noqa", is_flag=True, help="Ignore `# noqa` comments.")
+@click.option("--conditional/--no-conditional", default=None,
+              help="Report (or not) hazards on a path that a flag the code branches on "
+                   "selects, with the condition in the message (default: the "
+                   "configuration's `conditional`, else yes).")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="Read settings from this file instead of the nearest pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")

@@ -43,6 +43,7 @@ class Plan:
     roots: tuple[str, ...]
     debug: bool = False
     disable_noqa: bool = False
+    conditional: bool = True  # also report hazards on a path a flag selects
     keep_lines: bool = False
     # the rules' settings: ((code, ((option, value), ...)), ...), values hashable
     options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
@@ -104,7 +105,7 @@ def lint_source(path: str, source: bytes | str, plan: Plan,
         findings = []
         lines = []
         raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
-                           session)
+                           session, conditional=plan.conditional)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)

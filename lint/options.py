@@ -38,6 +38,7 @@ class CheckOptions:
     quiet: bool = False
     exit_zero: bool = False
     disable_noqa: bool = False
+    conditional: Optional[bool] = None  # --conditional / --no-conditional; None: the config's
     # Configuration
     config_path: Optional[str] = None
     isolated: bool = False

@@ -295,7 +295,8 @@ def _fits(edit: Edit, lines: Sequence[str]) -> bool:
 def to_json(findings: Sequence[Finding]) -> str:
     """A JSON list of ``{path, line, col, end_line, end_col, code, name, message, fix}``
     objects (``fix``: null, or its message, applicability and edits; ``verdict`` when
-    ``--verify`` judged the finding). Lines and columns are 1-based, ends excluded."""
+    ``--verify`` judged the finding; ``condition`` for a conditional finding: the Python
+    expression that holds on its path). Lines and columns are 1-based, ends excluded."""
     names = _names()
     return json.dumps(
         [
@@ -303,7 +304,8 @@ def to_json(findings: Sequence[Finding]) -> str:
              "end_line": f.end_line or f.line, "end_col": f.end_col or f.col,
              "code": f.code, "name": names.get(f.code, ""), "message": f.message,
              "fix": _fix_json(f.fix),
-             **({"verdict": f.verdict} if f.verdict else {})}
+             **({"verdict": f.verdict} if f.verdict else {}),
+             **({"condition": f.condition} if f.condition else {})}
             for f in findings
         ],
         indent=2,
@@ -351,8 +353,10 @@ def to_sarif(findings: Sequence[Finding]) -> str:
         }
         if f.fix is not None:
             result["fixes"] = [_sarif_fix(f.path, f.fix)]
-        if f.verdict:
-            result["properties"] = {"verdict": f.verdict}
+        properties = {**({"verdict": f.verdict} if f.verdict else {}),
+                      **({"condition": f.condition} if f.condition else {})}
+        if properties:
+            result["properties"] = properties
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -97,12 +97,21 @@ def make_plan(options: CheckOptions, config: configuration.Config,
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
         roots=config_roots, debug=options.debug, disable_noqa=options.disable_noqa,
-        keep_lines=keep_lines(options),
+        conditional=conditional(options, config), keep_lines=keep_lines(options),
         options=tuple(sorted((code, tuple(sorted(values.items())))
                              for code, values in config.rules.items())),
     )
     return plan, FileFinder(exclude, (here,), options.force_exclude, config_exclude,
                             config_roots)
+
+
+def conditional(options: CheckOptions, config: configuration.Config) -> bool:
+    """Whether hazards on a path a flag selects are reported: the command line's
+    ``--[no-]conditional``, else the configuration's ``conditional``, else yes."""
+    for chosen in (options.conditional, config.conditional):
+        if chosen is not None:
+            return chosen
+    return True
 
 
 def keep_lines(options: CheckOptions) -> bool:
@@ -306,6 +315,8 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
         "directory above it skips it",
         "", "# noqa",
         f"disable-noqa = {_show(options.disable_noqa)}",
+        "", "# Conditional findings",
+        f"conditional = {_show(plan.conditional)}",
         "", "# Rule options: [tool.gradguard.rules.<rule-name>]",
     ]
     settings = dict(plan.options)
