@@ -39,6 +39,7 @@ from gradguard.knowledge import TorchAPI
 from gradguard.rules import ALL_RULES, Rule
 
 if TYPE_CHECKING:
+    from gradguard.engine.contexts import FileFacts
     from gradguard.trace import Trace
 
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
@@ -217,7 +218,7 @@ def _check(source, path, rules, debug, options, session: Session,
         interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
         if conditional and trace is None:
-            raw += _conditional(run, raw, interpreter.file.flag_tests)
+            raw += _conditional(run, raw, interpreter.file)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text)) + [
@@ -227,18 +228,22 @@ def _check(source, path, rules, debug, options, session: Session,
     ]
 
 
-def _conditional(run, raw: list, flag_tests: dict) -> list:
+def _conditional(run, raw: list, plain_run: "FileFacts") -> list:
     """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
     again with each of its first flag tests assumed true, then false. A report neither
     the plain run nor the other outcome made carries its condition; one both outcomes
-    made (a hazard either way, which the join of the two hid) carries none."""
+    made (a hazard either way, which the join of the two hid) carries none. An outcome
+    under which the module body never reaches its end (``if not cfg.ok: sys.exit()``)
+    tells nothing: its functions would run without the module's bindings."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
-    for test in list(flag_tests)[:MAX_FLAGS]:
+    for test in list(plain_run.flag_tests)[:MAX_FLAGS]:
         outcomes = {}
         for truth in (True, False):
             reports = []
-            run(lambda *report: reports.append(report), Assumption(test, truth))
+            assumed = run(lambda *report: reports.append(report), Assumption(test, truth))
+            if plain_run.module_completed and not assumed.file.module_completed:
+                reports = []
             outcomes[truth] = {(id(r[0]), r[1]): r for r in reports
                                if (id(r[0]), r[1]) not in plain}
         for truth, reports in outcomes.items():

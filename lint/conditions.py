@@ -43,8 +43,8 @@ class Assumption:
 
 
 def flag_test(node: cst.BaseExpression) -> Optional[str]:
-    """``node``'s text when it tests a flag: a name or attribute (``freeze``,
-    ``self.training``), ``not`` one, or one compared with a literal (``x is None``,
+    """``node``'s text when it tests a flag: a name or an attribute of one (``freeze``,
+    ``self.training``, ``cfg.freeze``), ``not`` one, or one compared with a literal (``x is None``,
     ``self.num_convs > 1``, ``mode == "sum"``); else None."""
     inner = node.expression if isinstance(node, cst.UnaryOperation) \
         and isinstance(node.operator, cst.Not) else node
@@ -79,8 +79,17 @@ def negated(test: str) -> str:
     return f"not {test}"
 
 
+# attributes a tensor has: a test of one reads a tensor's state, not a flag
+TENSOR_ATTRIBUTES = frozenset({"grad", "requires_grad", "is_leaf", "data", "grad_fn", "shape",
+                               "ndim", "dtype", "device", "is_cuda", "layout"})
+
+
 def _is_flag(node: cst.BaseExpression) -> bool:
-    while isinstance(node, cst.Attribute):
+    """A name (``freeze``) or one attribute of a name (``self.training``, ``cfg.freeze``),
+    not a tensor's (``x.grad``)."""
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in TENSOR_ATTRIBUTES:
+            return False
         node = node.value
     return isinstance(node, cst.Name) and node.value not in ("True", "False", "None")
 

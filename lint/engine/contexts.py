@@ -202,6 +202,7 @@ class FileFacts:
         # whose flag is unknown: ``bias=bias``), so ``x is None`` is not decided (tensors)
         self.maybe_none: set[Hashable] = set()
         self.in_function = False  # the module body has run: function bodies are analysed
+        self.module_completed = False  # some path of the module body reached its end
         # The outcome every undecided test spelled so takes (``gradguard.conditions``; set
         # by the checker for a run under an assumption), and the flag tests this run met
         # undecided whose branches may matter, in order (control)

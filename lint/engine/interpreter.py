@@ -267,6 +267,7 @@ class Interpreter:
         # a module starts with no gradients: its optimizers step nothing before a backward
         st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
         globals_ = st.env if st is not None else {}
+        file.module_completed = st is not None
         file.module_heap = st.heap.flat() if st is not None else {}
         file.scope.env, file.scope.heap = globals_, file.module_heap
         file.in_function = True
