@@ -58,6 +58,14 @@ def flag_test(node: cst.BaseExpression) -> Optional[str]:
     return _CODEGEN.code_for_node(node)
 
 
+def flag_root(node: cst.BaseExpression) -> str:
+    """The name a ``flag_test`` reads (``self`` in ``self.num_convs > 1``)."""
+    while not isinstance(node, cst.Name):
+        node = node.expression if isinstance(node, cst.UnaryOperation) \
+            else node.left if isinstance(node, cst.Comparison) else node.value
+    return node.value
+
+
 def may_matter_in(node: cst.CSTNode) -> bool:
     """Whether a branch (an ``if`` with its arms, a conditional expression) may do
     something a rule can see: build a layer, write in place, set a flag, ..."""

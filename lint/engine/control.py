@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.conditions import flag_test, may_matter_in
+from gradguard.conditions import flag_root, flag_test, may_matter_in
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room
@@ -43,7 +43,7 @@ class ControlFlow(Room):
             test = self.expressions.evaluate(current.test, st)
             known = _known_type_test(current.test, test)
             if known is None:
-                known = self.branch_of(current.test, test, current)
+                known = self.branch_of(current.test, test, current, st)
             if known:  # isinstance(layer, nn.Linear): only this arm runs
                 ends.append(self.engine.suite(current.body, st))
                 break
@@ -59,8 +59,8 @@ class ControlFlow(Room):
                 ends.append(self.engine.suite(orelse.body, st) if orelse is not None else st)
         return _join_balanced(ends)
 
-    def branch_of(self, node: cst.BaseExpression, test: Value,
-                  branch: cst.CSTNode) -> Optional[bool]:
+    def branch_of(self, node: cst.BaseExpression, test: Value, branch: cst.CSTNode,
+                  st: State) -> Optional[bool]:
         """Which arm of ``branch`` its test ``node`` (of value ``test``) takes: a constant's
         truth (a default ``keep=True``, ``threshold=None``), else the assumed outcome of
         the run's ``Assumption`` for a test spelled so, else None (both arms run). A flag
@@ -71,8 +71,8 @@ class ControlFlow(Room):
         if test is not UNKNOWN:
             return None
         text = flag_test(node)
-        if text is None:
-            return None
+        if text is None or st.lookup(flag_root(node)) is None:
+            return None  # not a flag, or a name bound nowhere (it raises NameError)
         assumption = self.file.assumption
         if assumption is not None:
             return assumption.truth if assumption.test == text else None

@@ -248,7 +248,7 @@ class Expressions(Room):
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         """``a if test else b``: only the arm a known test picks (``[False, True] if
         check_train else [False]`` with ``check_train=False``), else both, joined."""
-        known = self.control.branch_of(node.test, self.evaluate(node.test, st), node)
+        known = self.control.branch_of(node.test, self.evaluate(node.test, st), node, st)
         if known is not None:
             return self.evaluate(node.body if known else node.orelse, st)
         return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
