@@ -790,7 +790,7 @@ def test_internal_error_in_runner(project, monkeypatch):
 def test_debug_is_passed_to_check_source(project, monkeypatch):
     seen = []
     monkeypatch.setattr("gradguard.checker.check_source",
-                        lambda s, p, r, debug, *_: seen.append(debug) or [])
+                        lambda s, p, r, debug, *_, **__: seen.append(debug) or [])
     project("a.py")
     gg("check")
     gg("check", "--debug")
