@@ -8,7 +8,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from gradguard.conditions import flag_root, flag_test, may_matter_in
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
 from gradguard.engine.containers import CONTAINERS, iterated
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
@@ -65,10 +65,9 @@ class ControlFlow(Room):
         truth (a default ``keep=True``, ``threshold=None``), else the assumed outcome of
         the run's ``Assumption`` for a test spelled so, else None (both arms run). A flag
         test left undecided whose arms may matter is noted for the checker to assume."""
-        if isinstance(test, Const) and isinstance(test.value, (bool, int, float, str)) \
-                or test == Const(None):
-            return bool(test.value)
-        if test is not UNKNOWN:
+        known = truth_of(test)
+        if known is not None or test is not UNKNOWN:
+            return known
             return None
         text = flag_test(node)
         if text is None or st.lookup(flag_root(node)) is None:

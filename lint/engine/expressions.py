@@ -7,7 +7,15 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.common import (
+    PARAMS,
+    _all_params,
+    _literal,
+    dotted,
+    source_text,
+    tri_of,
+    truth_of,
+)
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
@@ -80,6 +88,7 @@ class Expressions(Room):
             cst.Dict: self._dict,
             cst.List: self._sequence,
             cst.IfExp: self._if_expression,
+            cst.BooleanOperation: self._boolean,
             cst.NamedExpr: self._named_expression,
             cst.Lambda: self._lambda,
             cst.Ellipsis: lambda node, st: Const(...),
@@ -252,6 +261,17 @@ class Expressions(Room):
         if known is not None:
             return self.evaluate(node.body if known else node.orelse, st)
         return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
+
+    def _boolean(self, node: cst.BooleanOperation, st: State) -> Value:
+        """``a or b``, ``a and b``: ``a`` when its truth decides (``activation or
+        nn.Identity()`` with a layer given), else ``b``; unknown when not known."""
+        left = self.evaluate(node.left, st)
+        truth = truth_of(left)
+        decides = isinstance(node.operator, cst.Or)  # the truth that returns ``a``
+        if truth is decides:
+            return left
+        right = self.evaluate(node.right, st)
+        return right if truth is not None else UNKNOWN
 
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
         value = self.evaluate(node.value, st)

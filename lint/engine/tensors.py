@@ -10,6 +10,7 @@ import libcst as cst
 from gradguard.engine.common import (
     PARAMS,
     _retains,
+    dotted,
     source_text,
     spelled_out,
     tri_of,
@@ -41,6 +42,7 @@ from gradguard.values import (
     Value,
     is_number,
 )
+from gradguard.walk import walk
 
 
 class PendingRead(NamedTuple):
@@ -124,6 +126,8 @@ class Tensors(Room):
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         assumed = known = False  # inputs requiring grad by assumption only; in fact
+        inputs = list(inputs)
+        rewrapped = self._only_rewrapped(st, inputs)
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
             graphs.append(self.saves_of(st, value))
@@ -145,7 +149,7 @@ class Tensors(Room):
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
             dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs),
-            assumed_grad=assumed and not known))
+            assumed_grad=assumed and not known, rewrapped=rewrapped))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -153,6 +157,46 @@ class Tensors(Room):
                                                   site))
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
+
+    def cut_from_grad(self, st: State, expression: Optional[cst.BaseExpression],
+                      value: Value) -> bool:
+        """Whether ``value`` (written ``expression``), which does not require grad, was cut
+        from a graph that did: the expression, or the one that cut it (its
+        ``why_no_grad``: a comparison, a ``.detach()``), reads a tensor that requires grad
+        (``x`` in ``(x > t).float()``, ``loss`` in ``loss.item()``)."""
+        why = self.facts(st, value).why_no_grad if isinstance(value, TensorRef) else None
+        for root in (expression, why.node if why is not None else None):
+            if isinstance(root, cst.CSTNode) and self._reads_grad(st, root):
+                return True
+        return False
+
+    def _reads_grad(self, st: State, expression: cst.CSTNode) -> bool:
+        for node in walk(expression):
+            path = dotted(node) if type(node) in (cst.Name, cst.Attribute) else None
+            value = st.lookup(path) if path is not None else None
+            if isinstance(value, TensorRef) and self.facts(st, value).requires_grad is Tri.YES:
+                return True
+        return False
+
+    def _only_rewrapped(self, st: State, inputs: Iterable[Value]) -> Optional[Origin]:
+        """Where the one re-wrapped leaf is made that every input that may require grad
+        is, or was computed from only, when it copies a value cut from a graph that
+        required grad (``torch.tensor((x > t).float(), requires_grad=True)``: the graph
+        of ``x`` is what the code meant to train): a result of them has no other graph
+        behind it, so a backward of it trains nothing the code computed. None when any
+        other input may require grad (or may be a tensor); a leaf re-wrapped from data
+        (an image optimised by style transfer) is what the code means to train."""
+        found = None
+        for value in inputs:
+            if self.requires_grad_of(st, value) is Tri.NO:
+                continue
+            rewrapped = self.facts(st, value).rewrapped \
+                if isinstance(value, TensorRef) else None
+            if rewrapped is None or not rewrapped.from_graph or found not in (None, rewrapped) \
+                    or self.facts(st, value).requires_grad is not Tri.YES:
+                return None
+            found = rewrapped
+        return found
 
     def forget_layout(self, st: State, tensor: TensorRef) -> None:
         """``t.t_()``, ``t.data = u``: the tensor's layout is no longer known."""
@@ -465,8 +509,9 @@ class Tensors(Room):
             return self.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" or args else UNKNOWN
-        if name in self.knowledge.non_tensor_methods or name in ("backward", "register_hook",
-                                                        "retain_grad", "tolist", "numpy"):
+        converts = name == "type" and bool(node.args)  # ``x.type(dtype)``; ``x.type()``: a str
+        if name in self.knowledge.non_tensor_methods and not converts \
+                or name in ("backward", "register_hook", "retain_grad", "tolist", "numpy"):
             return UNKNOWN
         if name in self.knowledge.maybe_view_methods:
             view = self.reshaped(st, node, tensor, op)
@@ -508,7 +553,8 @@ class Tensors(Room):
         st.heap[tensor.obj] = facts.evolve(
             requires_grad=flag,
             grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
-            rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
+            rewrapped=Origin(node, how, from_graph=self.cut_from_grad(st, None, tensor))
+            if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
 
