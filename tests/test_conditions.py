@@ -129,3 +129,17 @@ def test_the_condition_is_in_json_and_sarif(project):
     sarif = json.loads(gg("check", "--no-cache", "-q", "--format", "sarif", "pkg").output)
     results = sarif["runs"][0]["results"]
     assert [r["properties"]["condition"] for r in results] == ["not freeze"]
+
+
+def test_two_paths_building_one_parameterless_layer_join_as_that_layer():
+    from gradguard.facts import Tri
+    from gradguard.values import UNKNOWN, ModuleObj, join_values
+    loss, other = ModuleObj("BCELoss", "a", parameters=()), ModuleObj("BCELoss", "b", parameters=())
+    joined = join_values(loss, other)
+    assert isinstance(joined, ModuleObj) and joined.kind == "BCELoss" and joined.origin is None
+    assert join_values(loss, ModuleObj("MSELoss", "b", parameters=())) is UNKNOWN
+    # parameters are facts of each path's own layer; an in-place flag is a place to report
+    assert join_values(ModuleObj("Linear", "a", parameters=("weight",)),
+                       ModuleObj("Linear", "b", parameters=("weight",))) is UNKNOWN
+    assert join_values(ModuleObj("ReLU", "a", Tri.YES, parameters=()),
+                       ModuleObj("ReLU", "b", Tri.YES, parameters=())) is UNKNOWN
