@@ -143,3 +143,24 @@ def test_two_paths_building_one_parameterless_layer_join_as_that_layer():
                        ModuleObj("Linear", "b", parameters=("weight",))) is UNKNOWN
     assert join_values(ModuleObj("ReLU", "a", Tri.YES, parameters=()),
                        ModuleObj("ReLU", "b", Tri.YES, parameters=())) is UNKNOWN
+
+
+def test_a_private_helpers_constant_arguments_flow_into_its_body():
+    source = """\
+        import torch
+
+
+        def _step(w, mode):
+            if mode == "sgd":
+                w.sub_(0.1)
+
+
+        w = torch.ones(3, requires_grad=True)
+        with torch.no_grad():
+            _step(w, {mode})
+        """
+    # every call passes "sgd" (under no_grad): the body analysed on its own takes it, so
+    # its branch is not a path of an unknown flag
+    assert findings(source.format(mode='"sgd"')) == []
+    # called with 1 only, the branch never runs (1 is not True: constants keep their type)
+    assert findings(source.format(mode="1")) == []
