@@ -600,23 +600,29 @@ _COMPARE = {
 
 def _compare_constants(node: cst.Comparison, operands: list) -> Value:
     """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
-    "sum"``), chained as Python chains it; unknown unless every operand is a constant of
-    the same kind (numbers with numbers, strings with strings) and every operator one of
-    ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``."""
-    if not all(isinstance(value, Const) for value in operands):
+    "sum"``), chained as Python chains it, as Python computes it: ``==`` and ``!=`` of
+    any of None, bools, numbers and strings; ``<``, ``<=``, ``>``, ``>=`` of numbers with
+    numbers or strings with strings (else Python raises: unknown). Other operators
+    (``in``, ``is``) are unknown."""
+    if not all(isinstance(value, Const) and (value.value is None or isinstance(
+            value.value, (bool, int, float, str))) for value in operands):
         return UNKNOWN
     values = [value.value for value in operands]
-    kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool)
-             else type(v).__name__ for v in values}
-    if len(kinds) != 1 or kinds - {"number", "str", "bool"}:
-        return UNKNOWN
     for left, right, target in zip(values, values[1:], node.comparisons):
         compare = _COMPARE.get(type(target.operator))
-        if compare is None:
+        ordered = not isinstance(target.operator, (cst.Equal, cst.NotEqual))
+        if compare is None or ordered and not _orderable(left, right):
             return UNKNOWN
         if not compare(left, right):
             return Const(False)
     return Const(True)
+
+
+def _orderable(left: object, right: object) -> bool:
+    """Whether Python orders ``left`` and ``right`` (numbers, bools among them, with
+    numbers; strings with strings)."""
+    numbers = all(isinstance(v, (int, float)) for v in (left, right))
+    return numbers or all(isinstance(v, str) for v in (left, right))
 
 
 def _whole_slice(lower: Optional[Value], upper: Optional[Value], step: Optional[Value]) -> bool:
