@@ -52,3 +52,21 @@ def test_layers_that_ignore_their_inplace_flag(kind):
     layer = getattr(torch.nn, kind)(p=0.5, inplace=True)
     layer.train()
     assert not _moves(layer, kind)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in UNCHANGED_WHEN if k.startswith("F.")))
+def test_out_of_place_the_input_itself_is_returned(key):
+    function = getattr(torch.nn.functional, key.split(".")[1])
+    for condition in UNCHANGED_WHEN[key]:
+        for value in condition.values:
+            y = _input(key)
+            assert function(y, **{"p": 0.5, "training": True, condition.name: value}) is y
+
+
+def test_identity_layers_return_their_input():
+    from gradguard.knowledge.unchanged import IDENTITY_LAYERS
+    for kind in IDENTITY_LAYERS:
+        y = _input(kind)
+        assert getattr(torch.nn, kind)()(y) is y
+    y = _input("as_tensor")
+    assert torch.as_tensor(y) is y

@@ -561,9 +561,9 @@ class Expressions(Room):
                 operands.setdefault(str(positions[name]), operand)
         return operands
 
-    def writes_nothing(self, node: cst.Call, args: list, key: str) -> bool:
-        """Whether the in-place op ``key`` called so leaves its input untouched (an
-        in-place dropout with ``p=0``, or not training: ``knowledge.unchanged``)."""
+    def returns_input(self, node: cst.Call, args: list, key: str) -> bool:
+        """Whether the op ``key`` called so returns its input itself, untouched (a
+        dropout with ``p=0``, or not training, in place or not: ``knowledge.unchanged``)."""
         for condition in UNCHANGED_WHEN.get(key, ()):
             value = self.argument(node, args, condition.name, condition.position)
             if value is None and condition.default is not None:

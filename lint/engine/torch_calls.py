@@ -134,6 +134,8 @@ class TorchCalls(Room):
     def _torch_function(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
         self._out_argument(st, node, op, args)
+        if name == "as_tensor" and isinstance(arg0, TensorRef) and len(node.args) == 1:
+            return arg0  # a tensor with no dtype or device to convert to: itself
         if name == "Variable":
             volatile = self.expressions.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
@@ -217,6 +219,8 @@ class TorchCalls(Room):
 
     def _functional(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
+        if isinstance(arg0, TensorRef) and self.expressions.returns_input(node, args, op.key()):
+            return arg0  # ``F.dropout(x, training=False)``: ``x`` itself, nothing written
         if name in self.knowledge.functional_inplace_functions:
             self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
                                       method=op)
@@ -224,9 +228,6 @@ class TorchCalls(Room):
         if name in self.knowledge.functional_inplace_params:
             position = self.knowledge.inplace_positions.get(op.key())
             flag = self.expressions.argument(node, args, "inplace", position)
-            if flag is not None and tri_of(flag) is Tri.YES \
-                    and self.expressions.writes_nothing(node, args, op.key()):
-                return arg0  # it returns its input as it is
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
                                           f"`{op.display()}(..., inplace=True)`", method=op,

@@ -1,10 +1,12 @@
-"""In-place ops that leave their input untouched under some arguments, written by hand
+"""Ops that return their very input, untouched, under some arguments, written by hand
 from torch's code and checked against torch by ``tests/test_knowledge_unchanged.py``.
 
 ATen's dropouts (``_dropout_impl``) begin ``if (p == 0 || !train || ...) return input;``:
-an in-place dropout with ``p=0``, or not training, writes nothing and moves no version
-counter. ``nn.AlphaDropout`` and ``nn.FeatureAlphaDropout`` take an ``inplace`` flag that
-their ``forward`` never passes on (``F.alpha_dropout(input, self.p, self.training)``).
+a dropout with ``p=0``, or not training, returns its input itself; in place, it writes
+nothing and moves no version counter. ``nn.AlphaDropout`` and ``nn.FeatureAlphaDropout``
+take an ``inplace`` flag that their ``forward`` never passes on (``F.alpha_dropout(input,
+self.p, self.training)``). ``nn.Identity`` returns its input; so does ``torch.as_tensor``
+of a tensor given no dtype or device (``TorchCalls._torch_function``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ _P_ZERO_F = Unchanged("p", 1, (0,))
 _NOT_TRAINING = Unchanged("training", 2, (False,), default=True)
 _NOT_TRAINING_ALPHA = Unchanged("training", 2, (False,), default=False)  # its default
 
-# op key -> conditions, any one of which makes the in-place op write nothing
+# op key -> conditions, any one of which makes the op return its input (in place: write
+# nothing)
 UNCHANGED_WHEN = {
     **{f"F.{name}": (_P_ZERO_F, _NOT_TRAINING)
        for name in ("dropout", "dropout1d", "dropout2d", "dropout3d")},
@@ -46,3 +49,5 @@ UNCHANGED_WHEN = {
 
 # layers whose ``inplace`` flag changes nothing: their forward does not pass it on
 INPLACE_IGNORED = frozenset({"AlphaDropout", "FeatureAlphaDropout"})
+# layers whose forward returns its input
+IDENTITY_LAYERS = frozenset({"Identity"})
