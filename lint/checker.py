@@ -237,11 +237,12 @@ def _conditional(run, raw: list, plain_run: "FileFacts") -> list:
     tells nothing: its functions would run without the module's bindings."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
-    for test in list(plain_run.flag_tests)[:MAX_FLAGS]:
+    for test, scopes in list(plain_run.flag_tests.items())[:MAX_FLAGS]:
         outcomes = {}
         for truth in (True, False):
             reports = []
-            assumed = run(lambda *report: reports.append(report), Assumption(test, truth))
+            assumed = run(lambda *report: reports.append(report),
+                          Assumption(test, truth, frozenset(scopes)))
             if plain_run.module_completed and not assumed.file.module_completed:
                 reports = []
             outcomes[truth] = {(id(r[0]), r[1]): r for r in reports

@@ -20,7 +20,7 @@ import libcst as cst
 
 from gradguard.relevance import may_matter, syntax_events
 
-MAX_FLAGS = 2  # flags assumed per file (each costs two more analyses of the file)
+MAX_FLAGS = 1  # flags assumed per file (each costs two more analyses of the file)
 
 _NEGATED = {
     cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal,
@@ -32,14 +32,35 @@ _CODEGEN = cst.Module(body=[])
 
 @dataclass(frozen=True)
 class Assumption:
-    """Every undecided test spelled ``test`` takes the outcome ``truth``."""
+    """Every undecided test spelled ``test`` takes the outcome ``truth``. Only the code
+    the outcome can change is analysed again: the module body, and the function bodies
+    analysed on their own that are in ``scopes`` (``body_key``: where the plain run met
+    the test) or are methods of a class in it (``class_key``: the test ran while an
+    instance of it was built, so its attributes may differ)."""
 
     test: str
     truth: bool
+    scopes: frozenset = frozenset()
+
+    def analyses(self, function: cst.FunctionDef, self_class: Optional[str]) -> bool:
+        """Whether the run analyses ``function``'s body on its own (``self_class``: the
+        class it is a method of)."""
+        return body_key(function) in self.scopes or (
+            self_class is not None and class_key(self_class) in self.scopes)
 
     def condition(self) -> str:
         """The expression that holds on the assumed path."""
         return self.test if self.truth else negated(self.test)
+
+
+def body_key(function: Optional[cst.FunctionDef]) -> tuple:
+    """The key of a top-level scope (a function body analysed on its own, or None: the
+    module body) among an assumption's ``scopes``."""
+    return ("body", id(function)) if function is not None else ("module",)
+
+
+def class_key(name: str) -> tuple:
+    return ("class", name)
 
 
 def flag_test(node: cst.BaseExpression) -> Optional[str]:

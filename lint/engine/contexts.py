@@ -205,9 +205,12 @@ class FileFacts:
         self.module_completed = False  # some path of the module body reached its end
         # The outcome every undecided test spelled so takes (``gradguard.conditions``; set
         # by the checker for a run under an assumption), and the flag tests this run met
-        # undecided whose branches may matter, in order (control)
+        # undecided whose branches may matter, in order, each with where (``where``;
+        # control)
         self.assumption: Optional[Assumption] = None
-        self.flag_tests: dict[str, None] = {}
+        self.flag_tests: dict[str, set] = {}
+        # the function body analysed on its own now (the interpreter; None: the module's)
+        self.body: Optional[cst.FunctionDef] = None
 
 
 def _statements(node: cst.CSTNode, nested: bool = True) -> int:

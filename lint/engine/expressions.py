@@ -257,10 +257,14 @@ class Expressions(Room):
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         """``a if test else b``: only the arm a known test picks (``[False, True] if
         check_train else [False]`` with ``check_train=False``), else both, joined."""
-        known = self.control.branch_of(node.test, self.evaluate(node.test, st), node, st)
+        known = self.control.branch_of(node.test, self.evaluate(node.test, st), st)
         if known is not None:
             return self.evaluate(node.body if known else node.orelse, st)
-        return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
+        body, orelse = self.evaluate(node.body, st), self.evaluate(node.orelse, st)
+        joined = join_values(body, orelse)
+        self.control.note_flag(node.test, node, st, UNKNOWN not in (body, orelse)
+                               and joined is UNKNOWN)
+        return joined
 
     def _boolean(self, node: cst.BooleanOperation, st: State) -> Value:
         """``a or b``, ``a and b``: ``a`` when its truth decides (``activation or
