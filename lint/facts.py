@@ -57,6 +57,12 @@ class Origin:
     from_graph: bool = False
 
 
+# how an Origin says a value has no gradient because its op has no derivative (a
+# comparison, ``argmax``): the phrase messages quote, and what ``Tensors.cut_from_grad``
+# looks for
+NOT_DIFFERENTIABLE = "is not differentiable"
+
+
 class SaveSet:
     """A set of saves (``SaveRecord``s) that shares structure: the graph of ``x * w``
     holds what the graphs of ``x`` and ``w`` hold plus what ``mul`` saved, and it is

@@ -35,7 +35,7 @@ from gradguard.engine.saved import INDEX
 from gradguard.events import (
     IndexKind,
 )
-from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName
 from gradguard.knowledge.unchanged import UNCHANGED_WHEN
 from gradguard.state import State
@@ -179,7 +179,7 @@ class Expressions(Room):
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
-                why_no_grad=Origin(node, "a comparison, which is not differentiable")))
+                why_no_grad=Origin(node, f"a comparison, which {NOT_DIFFERENTIABLE}")))
         return _compare_constants(node, operands)
 
     def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:

@@ -26,7 +26,15 @@ from gradguard.events import (
     RequiresGradSet,
     SaveRecord,
 )
-from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
+from gradguard.facts import (
+    EMPTY_SAVES,
+    NOT_DIFFERENTIABLE,
+    UNKNOWN_TENSOR,
+    Origin,
+    SaveSet,
+    TensorFacts,
+    Tri,
+)
 from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
@@ -143,7 +151,7 @@ class Tensors(Room):
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
         if producer.key() in self.knowledge.non_differentiable:
-            requires_grad, why = Tri.NO, Origin(node, f"`{display}` is not differentiable")
+            requires_grad, why = Tri.NO, Origin(node, f"`{display}` {NOT_DIFFERENTIABLE}")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
@@ -158,17 +166,13 @@ class Tensors(Room):
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
 
-    def cut_from_grad(self, st: State, expression: Optional[cst.BaseExpression],
-                      value: Value) -> bool:
-        """Whether ``value`` (written ``expression``), which does not require grad, was cut
-        from a graph that did: the expression, or the one that cut it (its
-        ``why_no_grad``: a comparison, a ``.detach()``), reads a tensor that requires grad
-        (``x`` in ``(x > t).float()``, ``loss`` in ``loss.item()``)."""
+    def cut_from_grad(self, st: State, value: Value) -> bool:
+        """Whether ``value``, which does not require grad, was cut from a graph that did by
+        an op with no derivative (``x > t``, ``argmax``: its ``why_no_grad`` says so) of a
+        tensor that requires grad: not a ``.detach()``, which asks for a new leaf."""
         why = self.facts(st, value).why_no_grad if isinstance(value, TensorRef) else None
-        for root in (expression, why.node if why is not None else None):
-            if isinstance(root, cst.CSTNode) and self._reads_grad(st, root):
-                return True
-        return False
+        return why is not None and NOT_DIFFERENTIABLE in why.how \
+            and isinstance(why.node, cst.CSTNode) and self._reads_grad(st, why.node)
 
     def _reads_grad(self, st: State, expression: cst.CSTNode) -> bool:
         for node in walk(expression):
@@ -553,7 +557,7 @@ class Tensors(Room):
         st.heap[tensor.obj] = facts.evolve(
             requires_grad=flag,
             grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
-            rewrapped=Origin(node, how, from_graph=self.cut_from_grad(st, None, tensor))
+            rewrapped=Origin(node, how, from_graph=self.cut_from_grad(st, tensor))
             if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 

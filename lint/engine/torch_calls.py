@@ -42,8 +42,7 @@ class TorchCalls(Room):
         rewrapped = None
         if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
                 and _cut_from_graph(node.args[0].value, args[0], self.tensors.facts(st, args[0])):
-            rewrapped = Origin(node, how, from_graph=self.tensors.cut_from_grad(
-                st, node.args[0].value, args[0]))
+            rewrapped = Origin(node, how, from_graph=self.tensors.cut_from_grad(st, args[0]))
         # torch.tensor([a, b]) of tensors that require grad: a copy of their values, with no
         # graph; a backpropagated loss it reaches gets no gradient through it (GG310)
         copied = copies_data and requires_grad is Tri.NO and st.grad is Tri.YES \
