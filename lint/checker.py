@@ -21,7 +21,7 @@ import libcst as cst
 from gradguard.engine import analyze
 from gradguard import memory
 from gradguard.citations import render
-from gradguard.conditions import MAX_FLAGS, Assumption
+from gradguard.conditions import ASSUMPTION_FLOOR, ASSUMPTION_SHARE, MAX_FLAGS, Assumption
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import Project, on_disk
@@ -208,17 +208,17 @@ def _check(source, path, rules, debug, options, session: Session,
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
 
-    def run(report, assumption: Optional[Assumption] = None):
+    def run(report, assumption: Optional[Assumption] = None, cap: Optional[int] = None):
         return analyze(module, rules, report, failures, positions, path=disk_path,
                        project=project if disk_path is not None else None, text=text,
                        options=options, knowledge=session.knowledge,
                        trace=None if assumption is not None else trace,
-                       assumption=assumption)
+                       assumption=assumption, budget_cap=cap)
     try:
         interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
         if conditional and trace is None:
-            raw += _conditional(run, raw, interpreter.file)
+            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text)) + [
@@ -228,13 +228,15 @@ def _check(source, path, rules, debug, options, session: Session,
     ]
 
 
-def _conditional(run, raw: list, plain_run: "FileFacts") -> list:
+def _conditional(run, raw: list, plain_run: "FileFacts", spent: int) -> list:
     """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
     again with each of its first flag tests assumed true, then false. A report neither
     the plain run nor the other outcome made carries its condition; one both outcomes
     made (a hazard either way, which the join of the two hid) carries none. An outcome
     under which the module body never reaches its end (``if not cfg.ok: sys.exit()``)
-    tells nothing: its functions would run without the module's bindings."""
+    tells nothing: its functions would run without the module's bindings. Each run may
+    spend a share of the statements the plain run ``spent`` (``ASSUMPTION_SHARE``, at
+    least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
     for test, scopes in list(plain_run.flag_tests.items())[:MAX_FLAGS]:
@@ -242,7 +244,8 @@ def _conditional(run, raw: list, plain_run: "FileFacts") -> list:
         for truth in (True, False):
             reports = []
             assumed = run(lambda *report: reports.append(report),
-                          Assumption(test, truth, frozenset(scopes)))
+                          Assumption(test, truth, frozenset(scopes)),
+                          max(ASSUMPTION_FLOOR, int(spent * ASSUMPTION_SHARE)))
             if plain_run.module_completed and not assumed.file.module_completed:
                 reports = []
             outcomes[truth] = {(id(r[0]), r[1]): r for r in reports

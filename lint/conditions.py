@@ -21,6 +21,9 @@ import libcst as cst
 from gradguard.relevance import may_matter, syntax_events
 
 MAX_FLAGS = 1  # flags assumed per file (each costs two more analyses of the file)
+# what each of those analyses may spend, of the statements the plain one ran
+ASSUMPTION_SHARE = 0.1
+ASSUMPTION_FLOOR = 1_000  # ... at least (a small file's whole analysis)
 
 _NEGATED = {
     cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal,

@@ -59,7 +59,8 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
             options: Optional[Mapping[str, Mapping[str, object]]] = None,
             knowledge: Optional[TorchAPI] = None,
             trace: Optional[Trace] = None,
-            assumption: Optional[Assumption] = None) -> "Interpreter":
+            assumption: Optional[Assumption] = None,
+            budget_cap: Optional[int] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
@@ -72,7 +73,7 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
                               scope=scope, options=options,
                               knowledge=knowledge if knowledge is not None else load(),
-                              trace=trace)
+                              trace=trace, budget_cap=budget_cap)
     interpreter.file.assumption = assumption
     interpreter.run()
     if project is not None and path is not None and text is not None and assumption is None:
@@ -90,7 +91,8 @@ class Interpreter:
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
                  options: Optional[Mapping[str, Mapping[str, object]]] = None, *,
-                 knowledge: TorchAPI, trace: Optional[Trace] = None) -> None:
+                 knowledge: TorchAPI, trace: Optional[Trace] = None,
+                 budget_cap: Optional[int] = None) -> None:
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.positions = positions
         self.failures = failures
@@ -107,7 +109,7 @@ class Interpreter:
 
         # What the rooms share (contexts.py), handed to each when it is made.
         self.knowledge = knowledge
-        self.budget = Budget()
+        self.budget = Budget(budget_cap)  # capped: a run under an assumption
         self.stack = CallStack()
         self.file = FileFacts(scope if scope is not None else ModuleScope(None, module),
                                project)
