@@ -21,16 +21,25 @@ import libcst as cst
 from gradguard.engine import analyze
 from gradguard import memory
 from gradguard.citations import render
+from gradguard.conditions import ASSUMPTION_FLOOR, ASSUMPTION_SHARE, MAX_FLAGS, Assumption
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import Project, on_disk
 from gradguard.parse import parse_module
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR, Finding, Fix
+from gradguard.findings import (
+    DECODE_ERROR,
+    INTERNAL_ERROR,
+    SYNTAX_ERROR,
+    Finding,
+    Fix,
+    only_when,
+)
 from gradguard.fixes import Rewrite, Source
 from gradguard.knowledge import TorchAPI
 from gradguard.rules import ALL_RULES, Rule
 
 if TYPE_CHECKING:
+    from gradguard.engine.contexts import FileFacts
     from gradguard.trace import Trace
 
 # Deeply nested expressions recurse deeply, in libcst and in the interpreter alike.
@@ -48,6 +57,7 @@ def check_source(
     trace: Optional[Trace] = None,
     cited_line: Callable[[int], str] = str,
     imports_from: Optional[str] = None,
+    conditional: bool = True,
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
@@ -56,7 +66,8 @@ def check_source(
     ``cited_line``: how a message writes a line of this file it cites (a notebook's
     Python text names its lines by cell). ``imports_from``: where imports resolve from
     when ``path`` is no file on disk (an editor's unsaved buffer: a path in its
-    workspace folder)."""
+    workspace folder). ``conditional``: also report hazards on a path a flag selects,
+    with the condition (``gradguard.conditions``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     if session is None:
@@ -65,7 +76,7 @@ def check_source(
     with session.collector:
         return _on_deep_stack(
             lambda: _check(source, path, rules, debug, options, session, trace, cited_line,
-                           imports_from))
+                           imports_from, conditional))
 
 
 # Memory: the modules imports led to are kept for the files after (each with its tree).
@@ -166,7 +177,7 @@ def _compiles(text: str, path: str) -> bool:
 
 def _check(source, path, rules, debug, options, session: Session,
            trace: Optional[Trace] = None, cited_line: Callable[[int], str] = str,
-           imports_from: Optional[str] = None) -> list[Finding]:
+           imports_from: Optional[str] = None, conditional: bool = True) -> list[Finding]:
     if isinstance(source, bytes):
         try:
             text = decode(source)
@@ -200,15 +211,21 @@ def _check(source, path, rules, debug, options, session: Session,
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
-    raw: list[tuple[cst.CSTNode, str, str]] = []
+    raw: list[tuple] = []
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
+
+    def run(report, assumption: Optional[Assumption] = None, cap: Optional[int] = None):
+        return analyze(module, rules, report, failures, positions, path=disk_path,
+                       project=project if disk_path is not None else None, text=text,
+                       options=options, knowledge=session.knowledge,
+                       trace=None if assumption is not None else trace,
+                       assumption=assumption, budget_cap=cap)
     try:
-        interpreter = analyze(module, rules, lambda *report: raw.append(report),
-                              failures, positions, path=disk_path,
-                              project=project if disk_path is not None else None, text=text,
-                              options=options, knowledge=session.knowledge, trace=trace)
+        interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
+        if conditional and trace is None:
+            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text),
@@ -217,6 +234,39 @@ def _check(source, path, rules, debug, options, session: Session,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
         for who, tb in failures
     ]
+
+
+def _conditional(run, raw: list, plain_run: "FileFacts", spent: int) -> list:
+    """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
+    again with each of its first flag tests assumed true, then false. A report neither
+    the plain run nor the other outcome made carries its condition; one both outcomes
+    made (a hazard either way, which the join of the two hid) carries none. An outcome
+    under which the module body never reaches its end (``if not cfg.ok: sys.exit()``)
+    tells nothing: its functions would run without the module's bindings. Each run may
+    spend a share of the statements the plain run ``spent`` (``ASSUMPTION_SHARE``, at
+    least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
+    plain = {(id(node), code) for node, code, *_ in raw}
+    found = []
+    for test, scopes in list(plain_run.flag_tests.items())[:MAX_FLAGS]:
+        outcomes = {}
+        for truth in (True, False):
+            reports = []
+            assumed = run(lambda *report: reports.append(report),
+                          Assumption(test, truth, frozenset(scopes)),
+                          max(ASSUMPTION_FLOOR, int(spent * ASSUMPTION_SHARE)))
+            if plain_run.module_completed and not assumed.file.module_completed:
+                reports = []
+            outcomes[truth] = {(id(r[0]), r[1]): r for r in reports
+                               if (id(r[0]), r[1]) not in plain}
+        for truth, reports in outcomes.items():
+            for key, report in reports.items():
+                either_way = key in outcomes[not truth]
+                if either_way and not truth:
+                    continue  # reported once, with the first outcome's
+                condition = None if either_way else Assumption(test, truth).condition()
+                found.append((*report, condition))
+                plain.add(key)
+    return found
 
 
 def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
@@ -229,14 +279,17 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
     file that led there (``mirrored``). ``here``: the file the engine analysed the
     text as (the lines its messages cite are ``cited_line``'s)."""
     findings = set()
-    for node, code, message, rewrite, site in raw:
+    for node, code, message, rewrite, site, *conditional in raw:
+        condition = conditional[0] if conditional else None
         try:
             where = positions.range(node)
         except KeyError:
             if place is None:
                 continue
             at, line, column = place(node)
-            elsewhere = Finding(display_path(at), line, column + 1, code, render(message, at))
+            elsewhere = Finding(display_path(at), line, column + 1, code,
+                                render(message, at) + only_when(condition),
+                                condition=condition)
             findings.add(elsewhere)
             mirror = mirrored(elsewhere, message, site, positions, path, cited_line, here)
             if mirror is not None:
@@ -244,9 +297,9 @@ def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
             continue
         fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
         findings.add(Finding(path, where.start.line, where.start.column + 1, code,
-                             render(message, here, cited_line),
-                             end_line=where.end.line,
-                             end_col=where.end.column + 1, fix=fix))
+                             render(message, here, cited_line) + only_when(condition),
+                             end_line=where.end.line, end_col=where.end.column + 1, fix=fix,
+                             condition=condition))
     return sorted(findings)
 
 
@@ -266,9 +319,10 @@ def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
     there = f"{_relative(elsewhere.path, path)}:{elsewhere.line}"
     return Finding(path, call.start.line, call.start.column + 1, elsewhere.code,
                    f"in {there} (reached from this call): "
-                   f"{render(message, here, cited_line)}",
+                   f"{render(message, here, cited_line)}" + only_when(elsewhere.condition),
                    end_line=call.end.line, end_col=call.end.column + 1,
-                   mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col))
+                   mirror_of=(elsewhere.path, elsewhere.line, elsewhere.col),
+                   condition=elsewhere.condition)
 
 
 def _relative(target: str, linted: str) -> str:

@@ -107,6 +107,10 @@ def verify_options(command):
                    "directory); replaces the configuration's. Comma-separated or repeated.")
 @click.option("--extend-per-file-ignores", multiple=True, metavar="GLOB:CODE",
               help="As --per-file-ignores, in addition to the configuration's.")
+@click.option("--conditional/--no-conditional", default=None,
+              help="Report (or not) hazards on a path that a flag the code branches on "
+                   "selects, with the condition in the message (default: the "
+                   "configuration's `conditional`, else yes).")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="Read settings from this file instead of the nearest pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")

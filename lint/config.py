@@ -33,6 +33,7 @@ except ImportError:  # Python 3.10
 
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 TABLE_KEYS = ("per-file-ignores", "rules")
+BOOL_KEYS = ("conditional",)
 _SECTION = re.compile(r"^\s*\[\s*tool\s*\.\s*gradguard\s*[\].]", re.MULTILINE)
 
 
@@ -53,6 +54,8 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     # the rules' settings: code -> option name -> value (only those the file sets)
     rules: dict[str, dict[str, object]] = field(default_factory=dict)
+    # report hazards on a path a flag selects, with the condition (``gradguard.conditions``)
+    conditional: Optional[bool] = None
 
     @property
     def root(self) -> Optional[Path]:
@@ -116,11 +119,11 @@ def _read_text(path: Path) -> str:
 def _parse(path: Path, table) -> Config:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: the settings must be a table ([tool.gradguard])")
-    unknown = sorted(set(table) - set(LIST_KEYS) - set(TABLE_KEYS))
+    unknown = sorted(set(table) - set(LIST_KEYS) - set(TABLE_KEYS) - set(BOOL_KEYS))
     if unknown:
         raise ConfigError(
             f"{path}: unknown option(s) {', '.join(map(repr, unknown))}; known: "
-            f"{', '.join(LIST_KEYS + TABLE_KEYS)}"
+            f"{', '.join(LIST_KEYS + TABLE_KEYS + BOOL_KEYS)}"
         )
     config = Config(path=path)
     for key in LIST_KEYS:
@@ -134,6 +137,11 @@ def _parse(path: Path, table) -> Config:
         for glob, codes in ignores.items()
     }
     config.rules = _rule_options(path, table.get("rules", {}))
+    for key in BOOL_KEYS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{path}: '{key}' must be true or false")
+            setattr(config, key, table[key])
     return config
 
 

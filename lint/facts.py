@@ -52,6 +52,15 @@ class Origin:
     # the leaf is a parameter (``nn.Parameter``, a layer's, a module's): it stays a leaf,
     # so a value that should reach the graph cannot be written into it
     parameter: bool = False
+    # a re-wrapped leaf (``rewrapped``) copies a value cut from a graph that required grad
+    # (``torch.tensor((x > t).float(), requires_grad=True)`` with ``x`` requiring grad)
+    from_graph: bool = False
+
+
+# how an Origin says a value has no gradient because its op has no derivative (a
+# comparison, ``argmax``): the phrase messages quote, and what ``Tensors.cut_from_grad``
+# looks for
+NOT_DIFFERENTIABLE = "is not differentiable"
 
 
 class SaveSet:

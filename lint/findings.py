@@ -67,6 +67,10 @@ class Finding:
         """``line:col``, or ``cell N:line:col`` in a notebook."""
         cell = f"cell {self.cell}:" if self.cell is not None else ""
         return f"{cell}{self.line}:{self.col}"
+    # Conditional: the hazard happens on the path where this Python expression holds
+    # (``not freeze``, ``self.num_convs > 1``), a flag the code branches on and the
+    # analysis could not decide (``gradguard.conditions``); None: on every path analysed.
+    condition: Optional[str] = field(default=None, compare=False)
 
     def format(self) -> str:
         verdict = f" [{self.verdict}]" if self.verdict else ""
@@ -87,6 +91,11 @@ class Finding:
 
     def __ge__(self, other: "Finding") -> bool:
         return self._order() >= other._order()
+
+
+def only_when(condition: Optional[str]) -> str:
+    """What a conditional finding's message ends with."""
+    return f" (only when `{condition}`)" if condition is not None else ""
 
 
 def without_orphan_mirrors(findings: list[Finding]) -> list[Finding]:

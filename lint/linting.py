@@ -45,6 +45,7 @@ class Plan:
     roots: tuple[str, ...]
     debug: bool = False
     disable_noqa: bool = False
+    conditional: bool = True  # also report hazards on a path a flag selects
     keep_lines: bool = False
     # the rules' settings: ((code, ((option, value), ...)), ...), values hashable
     options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
@@ -146,7 +147,8 @@ def lint_code(path: str, source: bytes | str, plan: Plan,
         findings = []
         lines = []
         raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
-                           session, cited_line=cited_line, imports_from=imports_from)
+                           session, cited_line=cited_line, imports_from=imports_from,
+                           conditional=plan.conditional)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)

@@ -43,6 +43,7 @@ class CheckOptions:
     disable_noqa: bool = False
     per_file_ignores: tuple[str, ...] = ()
     extend_per_file_ignores: tuple[str, ...] = ()
+    conditional: Optional[bool] = None  # --conditional / --no-conditional; None: the config's
     # Configuration
     config_path: Optional[str] = None
     isolated: bool = False

@@ -42,9 +42,14 @@ def may_matter(events: Iterable[tuple[str, str]]) -> bool:
 
 
 def cst_events(function: cst.FunctionDef) -> Iterator[tuple[str, str]]:
+    return syntax_events(function.body)
+
+
+def syntax_events(root: cst.CSTNode) -> Iterator[tuple[str, str]]:
+    """The syntax events of ``root`` and everything in it (a body, a branch)."""
     # ``type(node) is``: libcst's node classes are final, and ``isinstance`` against
     # them (abstract base classes) runs Python code on every call
-    for node in walk(function.body):
+    for node in walk(root):
         kind = type(node)
         if kind is cst.AugAssign:
             yield "augmented", ""

@@ -320,7 +320,8 @@ def to_json(findings: Sequence[Finding]) -> str:
     """A JSON list of ``{path, line, col, end_line, end_col, code, name, message, fix}``
     objects (``fix``: null, or its message, applicability and edits; ``verdict`` when
     ``--verify`` judged the finding; ``cell`` in a notebook, whose lines are the cell's,
-    as ruff's). Lines and columns are 1-based, ends excluded."""
+    as ruff's; ``condition`` for a conditional finding: the Python expression that holds
+    on its path). Lines and columns are 1-based, ends excluded."""
     names = _names()
     return json.dumps(
         [
@@ -329,7 +330,8 @@ def to_json(findings: Sequence[Finding]) -> str:
              "code": f.code, "name": names.get(f.code, ""), "message": f.message,
              "fix": _fix_json(f.fix),
              **({"cell": f.cell} if f.cell is not None else {}),
-             **({"verdict": f.verdict} if f.verdict else {})}
+             **({"verdict": f.verdict} if f.verdict else {}),
+             **({"condition": f.condition} if f.condition else {})}
             for f in findings
         ],
         indent=2,
@@ -390,7 +392,8 @@ def to_sarif(findings: Sequence[Finding],
         }
         if f.fix is not None:
             result["fixes"] = [_sarif_fix(f.path, f.fix, root)]
-        properties = {"verdict": f.verdict} if f.verdict else {}
+        properties = {**({"verdict": f.verdict} if f.verdict else {}),
+                      **({"condition": f.condition} if f.condition else {})}
         if f.cell is not None:  # a notebook's: the lines are the cell's
             properties["cell"] = f.cell
         if properties:

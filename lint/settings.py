@@ -100,7 +100,7 @@ def make_plan(options: CheckOptions, config: configuration.Config,
     plan = Plan(
         codes=codes, rules=tuple(selection.rules_for(codes)), per_file_ignores=per_file,
         roots=config_roots, debug=options.debug, disable_noqa=options.disable_noqa,
-        keep_lines=keep_lines(options),
+        conditional=conditional(options, config), keep_lines=keep_lines(options),
         options=tuple(sorted((code, tuple(sorted(values.items())))
                              for code, values in config.rules.items())),
     )
@@ -125,6 +125,15 @@ def command_line_per_file_ignores(values: Sequence[str], cwd: str, option: str
                 glob = os.path.join(cwd, glob).replace(os.sep, "/")
             pairs.setdefault(glob, []).extend(_selectors([code.strip()], option))
     return tuple((glob, tuple(codes)) for glob, codes in pairs.items())
+
+
+def conditional(options: CheckOptions, config: configuration.Config) -> bool:
+    """Whether hazards on a path a flag selects are reported: the command line's
+    ``--[no-]conditional``, else the configuration's ``conditional``, else yes."""
+    for chosen in (options.conditional, config.conditional):
+        if chosen is not None:
+            return chosen
+    return True
 
 
 def keep_lines(options: CheckOptions) -> bool:
@@ -335,6 +344,8 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
         "directory above it skips it",
         "", "# noqa",
         f"disable-noqa = {_show(options.disable_noqa)}",
+        "", "# Conditional findings",
+        f"conditional = {_show(plan.conditional)}",
         "", "# Rule options: [tool.gradguard.rules.<rule-name>]",
     ]
     settings = dict(plan.options)

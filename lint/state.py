@@ -307,6 +307,16 @@ class State:
                 return False
         return True
 
+    def differs_from(self, other: "State", binding_matters) -> bool:
+        """Whether two states differ in anything but bindings, or in a binding whose
+        value on either side ``binding_matters`` (a test of what a value is)."""
+        for name in self._compared:
+            if name != "env" and getattr(self, name) != getattr(other, name):
+                return True
+        return any(self.env.get(name) != other.env.get(name)
+                   and (binding_matters(self.env.get(name)) or binding_matters(other.env.get(name)))
+                   for name in self.env.keys() | other.env.keys())
+
     def widen(self, entry: "State") -> "State":
         """This loop head's state after too many passes, given the loop's entry state."""
         widened = self.copy()

@@ -314,6 +314,8 @@ def join_values(a: Value, b: Value) -> Value:
         for other in elements[1:]:
             element = join_values(element, other)
         return IterableOf(element) if element is not UNKNOWN else UNKNOWN
+    if isinstance(a, ModuleObj) and isinstance(b, ModuleObj):
+        return _join_layers(a, b)
     if isinstance(a, (Const, _Number)) and isinstance(b, (Const, _Number)):
         both_numbers = all(
             v is NUMBER or (isinstance(v.value, (int, float)) and not isinstance(v.value, bool))
@@ -321,6 +323,17 @@ def join_values(a: Value, b: Value) -> Value:
         )
         return NUMBER if both_numbers else UNKNOWN
     return UNKNOWN
+
+
+def _join_layers(a: ModuleObj, b: ModuleObj) -> Value:
+    """Two layers built on two paths (``nn.BCELoss().cuda() if cuda else nn.BCELoss()``):
+    one layer of their class where the paths agree on all a layer's facts and neither
+    names a parameter (whose facts each path keeps under its own layer) nor a flag's site
+    (an ``inplace`` that a finding would be reported at); else unknown."""
+    agree = a.kind == b.kind and a.inplace is b.inplace is Tri.NO \
+        and a.parameters == b.parameters == () and not (a.unsure or b.unsure) \
+        and not (a.children or b.children)
+    return replace(a, obj=("*join", a.obj, b.obj), origin=None) if agree else UNKNOWN
 
 
 def _join_growth(shorter: Value, longer: Value) -> Optional[Seq]:

@@ -95,6 +95,15 @@ fixture" and the line a mode compares against mean any file of the folder, compa
 (name in the folder, line).  "Final tensors" are ``main.py``'s globals (what a module keeps
 in its own globals is not read; a model built in ``main.py`` is, with its parameters).
 
+Conditional findings
+--------------------
+A finding on a path that a flag selects (``gradguard.conditions``: the linter reports it
+with its condition) is proven on that path: the program takes the flag from its command
+line, and its main file names the arguments that select the path in a comment line
+``# oracle-argv: --warm-up``; every run of it gets them in ``sys.argv`` (``program_argv``).
+A program can also run both paths itself (``for freeze in (True, False):``); then it
+needs no arguments.
+
 ``Program`` is what the oracle verifies and runs: one file, or a folder.
 
 The annotation parser (``parse_expectations``) does not need torch, so the linter
@@ -110,6 +119,7 @@ import inspect
 import io
 import os
 import re
+import shlex
 import sys
 import tempfile
 import tokenize
@@ -874,15 +884,37 @@ def run_program(program: Program, snapshot: bool = False) -> RunResult:
         return _execute(program.source(program.main), main, names, snapshot, folder=True)
 
 
+ORACLE_ARGV = re.compile(r"^# oracle-argv:(.*)$", re.MULTILINE)
+
+
+def program_argv(source: str) -> list[str]:
+    """The command-line arguments a fixture runs with: a line ``# oracle-argv: A B`` in its
+    main file (a conditional finding's path, selected by a flag the program reads from
+    ``sys.argv``: the oracle runs that path); none without one."""
+    match = ORACLE_ARGV.search(source)
+    return shlex.split(match.group(1)) if match else []
+
+
+@contextlib.contextmanager
+def _argv(argv: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
 def _execute(source: str, path: str, names: dict[str, str], snapshot: bool, folder: bool) -> RunResult:
-    """Execute ``source`` as ``__main__`` from ``path``; ``names`` are the program's files."""
+    """Execute ``source`` as ``__main__`` from ``path`` (with its ``program_argv``);
+    ``names`` are the program's files."""
     code = compile(source, path, "exec", dont_inherit=True)
     g = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     out = io.StringIO()
     exc: BaseException | None = None
     state = None
     with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
-            warnings.catch_warnings(record=True) as caught:
+            warnings.catch_warnings(record=True) as caught, _argv([path, *program_argv(source)]):
         warnings.simplefilter("always")
         try:
             exec(code, g)

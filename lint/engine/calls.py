@@ -28,7 +28,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import _all_params
+from gradguard.engine.common import _all_params, _literal
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
@@ -95,8 +95,8 @@ class UserCalls(Room):
         return Tri.MAYBE if elsewhere else Tri.YES
 
     def entry_flags(self, definition: cst.FunctionDef) -> dict:
-        """Parameters a function body analysed on its own may take as known: a flag
-        (``check_train=False``) that every call of the function passes alike, when all
+        """Parameters a function body analysed on its own may take as known: a constant
+        (``check_train=False``, ``num_convs=2``) that every call of the function passes alike, when all
         its calls are known: its name is private (``_check_common``: no other file calls
         it) and the file names it only at call sites that were followed, one each (so
         the branch the flag turns off is not analysed as reachable)."""
@@ -112,7 +112,7 @@ class UserCalls(Room):
         for param in per_site[0]:
             passed = set().union(*(site.get(param, {_NO_FLAG}) for site in per_site))
             if len(passed) == 1 and _NO_FLAG not in passed:
-                known[param] = Const(passed.pop())
+                known[param] = Const(passed.pop()[1])
         return known
 
     def _note_flags(self, definition: cst.FunctionDef, bindings: dict,
@@ -123,7 +123,8 @@ class UserCalls(Room):
         for param in _all_params(definition.params):
             name = param.name.value
             value = bindings.get(name) if name in bindings else _flag_default(param)
-            flag = value.value if isinstance(value, Const) and value.value in FLAGS else _NO_FLAG
+            flag = (type(value.value), value.value) \
+                if isinstance(value, Const) and isinstance(value.value, FLAGS) else _NO_FLAG
             passed.setdefault(name, set()).add(flag)
 
     def start_scope(self, globals_: Optional[dict]) -> None:
@@ -460,15 +461,20 @@ def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: i
     return bound
 
 
-FLAGS = (True, False, None)  # the constants a caller's argument flows as (``entry_flags``)
-_NO_FLAG = object()  # an argument that is no known flag
+# the constants a caller's argument flows as (``entry_flags``): each kept with its type,
+# so that ``1`` and ``True`` (equal in a set) stay two values
+FLAGS = (bool, type(None), int, float, str)
+_NO_FLAG = object()  # an argument that is no known constant
 
 
 def _flag_default(param: cst.Param) -> Value:
-    """A parameter's default when it is written as a flag (``check_train=True``)."""
+    """A parameter's default when it is written as a constant (``check_train=True``,
+    ``num_convs=1``, ``mode="sum"``)."""
     default = param.default
     if isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
         return Const({"True": True, "False": False, "None": None}[default.value])
+    if isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)):
+        return Const(_literal(default))
     return UNKNOWN
 
 

@@ -6,12 +6,15 @@ from typing import Hashable, Iterator, Optional
 
 import libcst as cst
 
-from gradguard.engine.containers import REGISTRARS
+from gradguard.engine.containers import CONTAINERS, REGISTRARS
 from gradguard.facts import TensorFacts, Tri
 from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 from gradguard.state import State
 from gradguard.values import (
+    ClassVal,
     Const,
+    FunctionVal,
+    ModuleObj,
     Value,
 )
 
@@ -33,6 +36,20 @@ _CODEGEN = cst.Module(body=[])
 
 def source_text(node: cst.CSTNode) -> str:
     return dotted(node) or _CODEGEN.code_for_node(node)
+
+
+def truth_of(value: Value) -> Optional[bool]:
+    """``bool(value)`` where the engine knows it: a constant's, a layer's (a module that
+    is no container has no ``__len__``: always true), a function's or a class's; else
+    None."""
+    if isinstance(value, Const) and (value.value is None
+                                      or isinstance(value.value, (bool, int, float, str))):
+        return bool(value.value)
+    if isinstance(value, ModuleObj):
+        return True if value.kind not in CONTAINERS else None
+    if isinstance(value, (FunctionVal, ClassVal)):
+        return True
+    return None
 
 
 def tri_of(value: Value) -> Tri:

@@ -16,6 +16,7 @@ import libcst as cst
 from gradguard.modulescope import ModuleScope
 
 if TYPE_CHECKING:
+    from gradguard.conditions import Assumption
     from gradguard.engine.summaries import HeapReads, Recording
     from gradguard.project import Project
     from gradguard.state import State
@@ -40,12 +41,14 @@ class Budget:
     replayed summary's run cost. Past its share a scope is ``frugal``: the calls room
     follows no call and the control room runs loops once."""
 
-    __slots__ = ("left", "granted", "file_left")
+    __slots__ = ("left", "granted", "file_left", "cap", "initial")
 
-    def __init__(self) -> None:
+    def __init__(self, cap: Optional[int] = None) -> None:
         self.left = 0  # statements the current top-level scope may still run
         self.granted = 0  # ... and it was given
         self.file_left: Optional[int] = None  # ... and the file's other scopes
+        self.cap = cap  # at most this many for the whole file (an assumption's run)
+        self.initial = 0  # what the file was given
 
     def start_scope(self, node: cst.CSTNode) -> None:
         """Grant a new top-level scope statements proportional to its own size (nested
@@ -53,10 +56,20 @@ class Budget:
         the first scope, the module, from the size of the whole file)."""
         if self.file_left is None:
             self.file_left = STEPS_PER_STATEMENT * _statements(node) + FILE_STEPS_FLOOR
+            if self.cap is not None:
+                self.file_left = min(self.file_left, self.cap)
+            self.initial = self.file_left
         else:
             self.file_left -= self.granted - max(self.left, 0)
         own = STEPS_PER_STATEMENT * _statements(node, nested=False) + STEPS_FLOOR
         self.left = self.granted = max(0, min(own, self.file_left))
+
+    @property
+    def spent(self) -> int:
+        """The statements the file's scopes have run so far."""
+        if self.file_left is None:
+            return 0
+        return self.initial - self.file_left + self.granted - max(self.left, 0)
 
     @property
     def frugal(self) -> bool:
@@ -201,6 +214,15 @@ class FileFacts:
         # whose flag is unknown: ``bias=bias``), so ``x is None`` is not decided (tensors)
         self.maybe_none: set[Hashable] = set()
         self.in_function = False  # the module body has run: function bodies are analysed
+        self.module_completed = False  # some path of the module body reached its end
+        # The outcome every undecided test spelled so takes (``gradguard.conditions``; set
+        # by the checker for a run under an assumption), and the flag tests this run met
+        # undecided whose branches may matter, in order, each with where (``where``;
+        # control)
+        self.assumption: Optional[Assumption] = None
+        self.flag_tests: dict[str, set] = {}
+        # the function body analysed on its own now (the interpreter; None: the module's)
+        self.body: Optional[cst.FunctionDef] = None
 
 
 def _statements(node: cst.CSTNode, nested: bool = True) -> int:

@@ -7,7 +7,8 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted
+from gradguard.conditions import body_key, class_key, flag_root, flag_test, may_matter_in
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
 from gradguard.engine.containers import CONTAINERS, iterated, known_items
 from gradguard.engine.room import Room
 from gradguard.facts import Tri
@@ -18,9 +19,12 @@ from gradguard.values import (
     AllowMutation,
     Const,
     GradMode,
+    Instance,
     IterableOf,
     LayerItems,
     ModuleObj,
+    Optimizer,
+    ParamsOf,
     Seq,
     TensorRef,
     Value,
@@ -38,16 +42,18 @@ class ControlFlow(Room):
         left, and the arms' ends are joined at once (an ``elif`` is another arm, not a
         nested ``if``: joined level by level, a long ladder cost its length squared)."""
         ends: list[Optional[State]] = []
+        undecided: list[tuple[cst.BaseExpression, State]] = []  # tests, where they ran
         current: Optional[cst.If] = node
         while current is not None:
             test = self.expressions.evaluate(current.test, st)
             known = _known_type_test(current.test, test)
-            if known is None and isinstance(test, Const) and isinstance(test.value, bool):
-                known = test.value  # a flag whose value is known (a default: keep=True)
+            if known is None:
+                known = self.branch_of(current.test, test, st)
             if known:  # isinstance(layer, nn.Linear): only this arm runs
                 ends.append(self.engine.suite(current.body, st))
                 break
             if known is None:
+                undecided.append((current.test, st))
                 then = st.copy()
                 self._refine(current.test, then, True)
                 ends.append(self.engine.suite(current.body, then))
@@ -57,7 +63,42 @@ class ControlFlow(Room):
             current = orelse if isinstance(orelse, cst.If) else None
             if current is None:
                 ends.append(self.engine.suite(orelse.body, st) if orelse is not None else st)
+        if undecided:
+            live = [end for end in ends if end is not None]
+            differ = len(live) > 1 and any(end.differs_from(live[0], _torch_value)
+                                           for end in live[1:])
+            for test, at in undecided:
+                self.note_flag(test, node, at, differ)
         return _join_balanced(ends)
+
+    def branch_of(self, node: cst.BaseExpression, test: Value, st: State) -> Optional[bool]:
+        """Which arm its test ``node`` (of value ``test``) takes: a constant's truth (a
+        default ``keep=True``, ``threshold=None``), else the assumed outcome of the run's
+        ``Assumption`` for a flag test spelled so, else None (both arms run)."""
+        known = truth_of(test)
+        if known is not None or test is not UNKNOWN:
+            return known
+        assumption = self.file.assumption
+        if assumption is None:
+            return None
+        text = _flag(node, st)
+        return assumption.truth if text is not None and text == assumption.test else None
+
+    def note_flag(self, node: cst.BaseExpression, branch: cst.CSTNode, st: State,
+                  differ: bool) -> None:
+        """A test left undecided, once its arms ran: where it tests a flag, the arms
+        ended differently (``differ``; an arm that ends the path leaves the other's state
+        to the join, as precise as an assumption) and may matter, the checker assumes
+        each outcome (``gradguard.conditions``)."""
+        if not differ or self.file.assumption is not None \
+                or self.stack.current_module is not None:
+            return  # (a test in an imported module's code is that module's to assume)
+        text = _flag(node, st)
+        if text is None or (text not in self.file.flag_tests and not may_matter_in(branch)):
+            return
+        where = self.file.flag_tests.setdefault(text, set())
+        where.add(body_key(self.file.body))
+        where.update(class_key(instance.info.name) for instance in self.stack.constructing)
 
     def _refine(self, test: cst.BaseExpression, st: State, truth: bool) -> None:
         """What a branch learns from its test: inside ``if loss.requires_grad:`` the
@@ -414,6 +455,22 @@ def _add_path(expression: cst.BaseExpression, paths: list, seen: set) -> None:
 
 def _is_container(value: Value) -> bool:
     return isinstance(value, ModuleObj) and value.kind in CONTAINERS
+
+
+def _torch_value(value: Optional[Value]) -> bool:
+    """A value whose difference between two paths a rule may see: a tensor, a layer, an
+    instance of the file's classes, an optimizer, a list holding one (not a config's
+    strings and numbers)."""
+    if isinstance(value, Seq):
+        return any(_torch_value(item) for item in value.items)
+    return isinstance(value, (TensorRef, ModuleObj, Instance, Optimizer, ParamsOf))
+
+
+def _flag(node: cst.BaseExpression, st: State) -> Optional[str]:
+    """``node``'s text when it tests a flag (``flag_test``) of a name bound here (one bound
+    nowhere raises ``NameError``: it selects no path)."""
+    text = flag_test(node)
+    return text if text is not None and st.lookup(flag_root(node)) is not None else None
 
 
 def _known_type_test(test: cst.BaseExpression, value: Value) -> Optional[bool]:

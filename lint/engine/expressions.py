@@ -7,8 +7,15 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import (MAX_UNROLLED_LAYERS, _all_params, _literal, dotted,
-                                     source_text, tri_of)
+from gradguard.engine.common import (
+    MAX_UNROLLED_LAYERS,
+    _all_params,
+    _literal,
+    dotted,
+    source_text,
+    tri_of,
+    truth_of,
+)
 from gradguard.engine.constants import folded_binary, folded_comparison, integer
 from gradguard.engine.containers import (
     ANY_POSITION,
@@ -37,8 +44,9 @@ from gradguard.engine.shapes import Dim
 from gradguard.events import (
     IndexKind,
 )
-from gradguard.facts import Origin, TensorFacts, Tri
+from gradguard.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName
+from gradguard.knowledge.unchanged import UNCHANGED_WHEN
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,
@@ -90,6 +98,7 @@ class Expressions(Room):
             cst.Dict: self._dict,
             cst.List: self._sequence,
             cst.IfExp: self._if_expression,
+            cst.BooleanOperation: self._boolean,
             cst.NamedExpr: self._named_expression,
             cst.Lambda: self._lambda,
             cst.Ellipsis: lambda node, st: Const(...),
@@ -197,8 +206,8 @@ class Expressions(Room):
         if any(isinstance(value, TensorRef) for value in operands):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
-                why_no_grad=Origin(node, "a comparison, which is not differentiable")))
-        return UNKNOWN
+                why_no_grad=Origin(node, f"a comparison, which {NOT_DIFFERENTIABLE}")))
+        return _compare_constants(node, operands)
 
     def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:
         """``x is None`` / ``x is not None``: an identity test, never a tensor. Its outcome
@@ -209,9 +218,14 @@ class Expressions(Room):
             return None
         left, right = operands
         other = right if left == Const(None) else left if right == Const(None) else None
-        if other is None or not self._certainly_not_none(other, st):
+        if other is None:
             return UNKNOWN
-        return Const(isinstance(node.comparisons[0].operator, cst.IsNot))
+        is_not = isinstance(node.comparisons[0].operator, cst.IsNot)
+        if isinstance(other, Const):  # a literal, or a constant argument (threshold=None)
+            return Const((other.value is None) != is_not)
+        if not self._certainly_not_none(other, st):
+            return UNKNOWN
+        return Const(is_not)
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
@@ -270,10 +284,25 @@ class Expressions(Room):
     def _if_expression(self, node: cst.IfExp, st: State) -> Value:
         """``a if test else b``: only the arm a known test picks (``[False, True] if
         check_train else [False]`` with ``check_train=False``), else both, joined."""
-        test = self.evaluate(node.test, st)
-        if isinstance(test, Const) and isinstance(test.value, bool):
-            return self.evaluate(node.body if test.value else node.orelse, st)
-        return join_values(self.evaluate(node.body, st), self.evaluate(node.orelse, st))
+        known = self.control.branch_of(node.test, self.evaluate(node.test, st), st)
+        if known is not None:
+            return self.evaluate(node.body if known else node.orelse, st)
+        body, orelse = self.evaluate(node.body, st), self.evaluate(node.orelse, st)
+        joined = join_values(body, orelse)
+        self.control.note_flag(node.test, node, st, UNKNOWN not in (body, orelse)
+                               and joined is UNKNOWN)
+        return joined
+
+    def _boolean(self, node: cst.BooleanOperation, st: State) -> Value:
+        """``a or b``, ``a and b``: ``a`` when its truth decides (``activation or
+        nn.Identity()`` with a layer given), else ``b``; unknown when not known."""
+        left = self.evaluate(node.left, st)
+        truth = truth_of(left)
+        decides = isinstance(node.operator, cst.Or)  # the truth that returns ``a``
+        if truth is decides:
+            return left
+        right = self.evaluate(node.right, st)
+        return right if truth is not None else UNKNOWN
 
     def _named_expression(self, node: cst.NamedExpr, st: State) -> Value:
         value = self.evaluate(node.value, st)
@@ -633,18 +662,68 @@ class Expressions(Room):
                 operands.setdefault(str(positions[name]), operand)
         return operands
 
+    def returns_input(self, node: cst.Call, args: list, key: str) -> bool:
+        """Whether the op ``key`` called so returns its input itself, untouched (a
+        dropout with ``p=0``, or not training, in place or not: ``knowledge.unchanged``)."""
+        for condition in UNCHANGED_WHEN.get(key, ()):
+            value = self.argument(node, args, condition.name, condition.position)
+            if value is None and condition.default is not None:
+                value = Const(condition.default)
+            if isinstance(value, Const) and condition.holds(value.value):
+                return True
+        return False
+
     def argument(self, node: cst.Call, args: list, name: str,
                  position: Optional[int] = None) -> Optional[Value]:
-        """The value passed as ``name=``, else as the ``position``-th positional argument."""
+        """The value passed as ``name=`` (also by ``**params`` of a dict whose keys are
+        known: ``{"inplace": inplace}``), else as the ``position``-th positional argument."""
         positional = []
         for arg, value in zip(node.args, args):
             if arg.keyword is not None and arg.keyword.value == name:
                 return value
+            if arg.star == "**" and isinstance(value, KeyedItems):
+                passed = dict(value.items)
+                if name in passed:
+                    return passed[name]
             if arg.keyword is None and not arg.star:
                 positional.append(value)
         if position is not None and position < len(positional):
             return positional[position]
         return None
+
+
+_COMPARE = {
+    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b, cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b, cst.GreaterThanEqual: lambda a, b: a >= b,
+}
+
+
+def _compare_constants(node: cst.Comparison, operands: list) -> Value:
+    """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
+    "sum"``), chained as Python chains it, as Python computes it: ``==`` and ``!=`` of
+    any of None, bools, numbers and strings; ``<``, ``<=``, ``>``, ``>=`` of numbers with
+    numbers or strings with strings (else Python raises: unknown). Other operators
+    (``in``, ``is``) are unknown."""
+    if not all(isinstance(value, Const) and (value.value is None or isinstance(
+            value.value, (bool, int, float, str))) for value in operands):
+        return UNKNOWN
+    values = [value.value for value in operands]
+    for left, right, target in zip(values, values[1:], node.comparisons):
+        compare = _COMPARE.get(type(target.operator))
+        ordered = not isinstance(target.operator, (cst.Equal, cst.NotEqual))
+        if compare is None or ordered and not _orderable(left, right):
+            return UNKNOWN
+        if not compare(left, right):
+            return Const(False)
+    return Const(True)
+
+
+def _orderable(left: object, right: object) -> bool:
+    """Whether Python orders ``left`` and ``right`` (numbers, bools among them, with
+    numbers; strings with strings)."""
+    numbers = all(isinstance(v, (int, float)) for v in (left, right))
+    return numbers or all(isinstance(v, str) for v in (left, right))
 
 
 def _whole_slice(lower: Optional[Value], upper: Optional[Value], step: Optional[Value]) -> bool:

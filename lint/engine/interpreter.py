@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 import libcst as cst
 
 from gradguard.citations import cite
+from gradguard.conditions import Assumption
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.contexts import Budget, CallStack, FileFacts
 from gradguard.engine.control import ControlFlow
@@ -57,20 +58,25 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
             project: Optional[Project] = None, text: Optional[str] = None,
             options: Optional[Mapping[str, Mapping[str, object]]] = None,
             knowledge: Optional[TorchAPI] = None,
-            trace: Optional[Trace] = None) -> "Interpreter":
+            trace: Optional[Trace] = None,
+            assumption: Optional[Assumption] = None,
+            budget_cap: Optional[int] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
     loader's); rule failures are appended to ``failures``. The project keeps the
     module's bindings for the files that import it later. ``trace`` (for ``gradguard
-    explain``) observes the analysis of one line."""
+    explain``) observes the analysis of one line. Under an ``assumption`` (a flag test's
+    outcome, ``gradguard.conditions``) the module is not kept: it is not what the
+    file's importers see."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
                               scope=scope, options=options,
                               knowledge=knowledge if knowledge is not None else load(),
-                              trace=trace)
+                              trace=trace, budget_cap=budget_cap)
+    interpreter.file.assumption = assumption
     interpreter.run()
-    if project is not None and path is not None and text is not None:
+    if project is not None and path is not None and text is not None and assumption is None:
         scope.imports = interpreter.file.imported
         project.remember(scope)
     return interpreter
@@ -85,7 +91,8 @@ class Interpreter:
                  positions: Positions, project: Optional[Project] = None,
                  scope: Optional[ModuleScope] = None, bodies: bool = True,
                  options: Optional[Mapping[str, Mapping[str, object]]] = None, *,
-                 knowledge: TorchAPI, trace: Optional[Trace] = None) -> None:
+                 knowledge: TorchAPI, trace: Optional[Trace] = None,
+                 budget_cap: Optional[int] = None) -> None:
         self.bodies = bodies  # analyse function bodies on their own (not for an import)
         self.positions = positions
         self.failures = failures
@@ -102,7 +109,7 @@ class Interpreter:
 
         # What the rooms share (contexts.py), handed to each when it is made.
         self.knowledge = knowledge
-        self.budget = Budget()
+        self.budget = Budget(budget_cap)  # capped: a run under an assumption
         self.stack = CallStack()
         self.file = FileFacts(scope if scope is not None else ModuleScope(None, module),
                                project)
@@ -262,11 +269,16 @@ class Interpreter:
         # a module starts with no gradients: its optimizers step nothing before a backward
         st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
         globals_ = st.env if st is not None else {}
+        file.module_completed = st is not None
         file.module_heap = st.heap.flat() if st is not None else {}
         file.scope.env, file.scope.heap = globals_, file.module_heap
         file.in_function = True
         while file.pending and self.bodies:
             function, closure, self_value, grad_mode = file.pending.pop(0)
+            if file.assumption is not None and not file.assumption.analyses(
+                    function, self_value.info.name if self_value is not None else None):
+                continue  # the assumed outcome changes nothing there
+            file.body = function
             self.start_scope(function, globals_)
             self.definitions.function_body(function, closure, globals_, self_value, grad_mode)
 

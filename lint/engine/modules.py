@@ -25,6 +25,7 @@ from gradguard.engine.room import Room
 from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName, TorchAPI
+from gradguard.knowledge.unchanged import IDENTITY_LAYERS, INPLACE_IGNORED
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
@@ -330,7 +331,8 @@ class Modules(Room):
 
     def build_module(self, node, kind, args) -> Value:
         inplace = Tri.NO
-        if kind in self.knowledge.inplace_modules:
+        if kind in self.knowledge.inplace_modules and kind not in INPLACE_IGNORED \
+                and not self.expressions.returns_input(node, args, layer_op(kind).key()):
             position = self.knowledge.inplace_positions.get(layer_op(kind).key())
             flag = self.expressions.argument(node, args, "inplace", position)
             inplace = Tri.NO if flag is None else tri_of(flag)
@@ -399,6 +401,8 @@ class Modules(Room):
                                          f" (layer {layer} of the `nn.Sequential`)",
                                          site=(id(node) if site is None else site, position))
             return value
+        if module.kind in IDENTITY_LAYERS:
+            return value  # ``nn.Identity()(x)`` is ``x``
         if module.inplace is Tri.YES:
             self.tensors.emit_inplace(st, node, value, input_text,
                               f"`{op.display()}(inplace=True)`{within}", method=op, site=site,

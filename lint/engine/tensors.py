@@ -10,6 +10,7 @@ import libcst as cst
 from gradguard.engine.common import (
     PARAMS,
     _retains,
+    dotted,
     source_text,
     spelled_out,
     tri_of,
@@ -26,7 +27,15 @@ from gradguard.events import (
     RequiresGradSet,
     SaveRecord,
 )
-from gradguard.facts import EMPTY_SAVES, UNKNOWN_TENSOR, Origin, SaveSet, TensorFacts, Tri
+from gradguard.facts import (
+    EMPTY_SAVES,
+    NOT_DIFFERENTIABLE,
+    UNKNOWN_TENSOR,
+    Origin,
+    SaveSet,
+    TensorFacts,
+    Tri,
+)
 from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
@@ -42,6 +51,7 @@ from gradguard.values import (
     Value,
     is_number,
 )
+from gradguard.walk import walk
 
 
 class PendingRead(NamedTuple):
@@ -128,6 +138,8 @@ class Tensors(Room):
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         assumed = known = False  # inputs requiring grad by assumption only; in fact
+        inputs = list(inputs)
+        rewrapped = self._only_rewrapped(st, inputs)
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
             graphs.append(self.saves_of(st, value))
@@ -143,13 +155,13 @@ class Tensors(Room):
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
         if producer.key() in self.knowledge.non_differentiable:
-            requires_grad, why = Tri.NO, Origin(node, f"`{display}` is not differentiable")
+            requires_grad, why = Tri.NO, Origin(node, f"`{display}` {NOT_DIFFERENTIABLE}")
         requires_grad = requires_grad & st.grad
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
             dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs),
-            assumed_grad=assumed and not known))
+            assumed_grad=assumed and not known, rewrapped=rewrapped))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -157,6 +169,42 @@ class Tensors(Room):
                                                   site))
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
+
+    def cut_from_grad(self, st: State, value: Value) -> bool:
+        """Whether ``value``, which does not require grad, was cut from a graph that did by
+        an op with no derivative (``x > t``, ``argmax``: its ``why_no_grad`` says so) of a
+        tensor that requires grad: not a ``.detach()``, which asks for a new leaf."""
+        why = self.facts(st, value).why_no_grad if isinstance(value, TensorRef) else None
+        return why is not None and NOT_DIFFERENTIABLE in why.how \
+            and isinstance(why.node, cst.CSTNode) and self._reads_grad(st, why.node)
+
+    def _reads_grad(self, st: State, expression: cst.CSTNode) -> bool:
+        for node in walk(expression):
+            path = dotted(node) if type(node) in (cst.Name, cst.Attribute) else None
+            value = st.lookup(path) if path is not None else None
+            if isinstance(value, TensorRef) and self.facts(st, value).requires_grad is Tri.YES:
+                return True
+        return False
+
+    def _only_rewrapped(self, st: State, inputs: Iterable[Value]) -> Optional[Origin]:
+        """Where the one re-wrapped leaf is made that every input that may require grad
+        is, or was computed from only, when it copies a value cut from a graph that
+        required grad (``torch.tensor((x > t).float(), requires_grad=True)``: the graph
+        of ``x`` is what the code meant to train): a result of them has no other graph
+        behind it, so a backward of it trains nothing the code computed. None when any
+        other input may require grad (or may be a tensor); a leaf re-wrapped from data
+        (an image optimised by style transfer) is what the code means to train."""
+        found = None
+        for value in inputs:
+            if self.requires_grad_of(st, value) is Tri.NO:
+                continue
+            rewrapped = self.facts(st, value).rewrapped \
+                if isinstance(value, TensorRef) else None
+            if rewrapped is None or not rewrapped.from_graph or found not in (None, rewrapped) \
+                    or self.facts(st, value).requires_grad is not Tri.YES:
+                return None
+            found = rewrapped
+        return found
 
     def forget_layout(self, st: State, tensor: TensorRef) -> None:
         """``t.t_()``, ``t.data = u``: the tensor's layout is no longer known."""
@@ -491,8 +539,9 @@ class Tensors(Room):
             return self.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" else Shape(tensor.obj) if not node.args else NUMBER
-        if name in self.knowledge.non_tensor_methods or name in ("backward", "register_hook",
-                                                        "retain_grad", "tolist", "numpy"):
+        converts = name == "type" and bool(node.args)  # ``x.type(dtype)``; ``x.type()``: a str
+        if name in self.knowledge.non_tensor_methods and not converts \
+                or name in ("backward", "register_hook", "retain_grad", "tolist", "numpy"):
             return UNKNOWN
         if name in self.knowledge.maybe_view_methods:
             sizes = args[0].items if len(args) == 1 and isinstance(args[0], Seq) else tuple(args)
@@ -535,7 +584,8 @@ class Tensors(Room):
         st.heap[tensor.obj] = facts.evolve(
             requires_grad=flag,
             grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
-            rewrapped=Origin(node, how) if cut_off else facts.rewrapped,
+            rewrapped=Origin(node, how, from_graph=self.cut_from_grad(st, tensor))
+            if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
 

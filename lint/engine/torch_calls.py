@@ -42,7 +42,7 @@ class TorchCalls(Room):
         rewrapped = None
         if requires_grad is Tri.YES and node.args and node.args[0].keyword is None \
                 and _cut_from_graph(node.args[0].value, args[0], self.tensors.facts(st, args[0])):
-            rewrapped = Origin(node, how)
+            rewrapped = Origin(node, how, from_graph=self.tensors.cut_from_grad(st, args[0]))
         # torch.tensor([a, b]) of tensors that require grad: a copy of their values, with no
         # graph; a backpropagated loss it reaches gets no gradient through it (GG310)
         copied = copies_data and requires_grad is Tri.NO and st.grad is Tri.YES \
@@ -135,6 +135,8 @@ class TorchCalls(Room):
     def _torch_function(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
         self._out_argument(st, node, op, args)
+        if name == "as_tensor" and isinstance(arg0, TensorRef) and len(node.args) == 1:
+            return arg0  # a tensor with no dtype or device to convert to: itself
         if name == "Variable":
             volatile = self.expressions.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
@@ -220,6 +222,8 @@ class TorchCalls(Room):
 
     def _functional(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
+        if isinstance(arg0, TensorRef) and self.expressions.returns_input(node, args, op.key()):
+            return arg0  # ``F.dropout(x, training=False)``: ``x`` itself, nothing written
         if name in self.knowledge.functional_inplace_functions:
             self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
                                       method=op)
