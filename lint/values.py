@@ -125,6 +125,7 @@ class ClassInfo:
     # (``super().__init__(*layers)``), which runs when it has no forward of its own.
     container: Optional[Value] = None
     unstable: frozenset = frozenset()  # attributes that methods other than __init__ rebind
+    optimizer: bool = False  # derives from torch.optim.Optimizer
 
 
 @dataclass(frozen=True)
@@ -237,9 +238,12 @@ class ParamsOf(Value):
 
 @dataclass(frozen=True)
 class Optimizer(Value):
-    """A ``torch.optim`` optimizer; ``owners`` are the modules and tensors it updates."""
+    """A ``torch.optim`` optimizer; ``owners`` are the modules and tensors it updates.
+    ``groups`` are its ``param_groups``, one ``ParamGroup`` each, as torch builds them
+    from the optimizer's first argument."""
 
     owners: frozenset
+    groups: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,10 @@ class ParamGroup(Value):
     """An optimizer param group: ``{"params": model.head.parameters(), "lr": 1e-3}``."""
 
     params: Value
+
+    def item(self, key: Value) -> Value:
+        """``group["params"]``: the parameters it holds; any other key is unknown."""
+        return self.params if key == Const("params") else UNKNOWN
 
 
 @dataclass(frozen=True)

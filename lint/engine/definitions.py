@@ -165,7 +165,9 @@ class Definitions(Room):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
         info = ClassInfo(node.name.value, is_module, layer=layer, autograd_function=any(
-            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases))
+            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases),
+            optimizer=any(isinstance(value, Ref) and value.qualname in OPTIMIZER_BASES
+                          for value in bases))
         for parent in inherited:
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)
@@ -174,6 +176,7 @@ class Definitions(Room):
             info.container = info.container or parent.container
             info.unstable |= parent.unstable
             info.autograd_function = info.autograd_function or parent.autograd_function
+            info.optimizer = info.optimizer or parent.optimizer
         self_value = Instance(info, ("self", id(node)))
         for parameter in layer_parameters:
             obj = (self_value.obj, parameter)
@@ -230,6 +233,9 @@ class Definitions(Room):
         return init
 
 
+
+
+OPTIMIZER_BASES = ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

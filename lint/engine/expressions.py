@@ -135,8 +135,12 @@ class Expressions(Room):
             return self.imports.resolve_import(st, value) if isinstance(value, Imported) else value
         if isinstance(base, ModuleObj):
             return self.modules.module_attribute(st, base, attr, path)
+        if isinstance(base, Optimizer):
+            return Seq(base.groups) if attr == "param_groups" and base.groups else UNKNOWN
         if isinstance(base, Instance):
             value = base.attributes().get(attr, UNKNOWN)
+            if value is UNKNOWN and isinstance(base.container, Optimizer):
+                value = self.attribute_of(st, base.container, attr, node, None)  # param_groups
             st.heap.merge(base.info.heap)
             if path is not None and value is not UNKNOWN:
                 st.env[path] = value
@@ -313,13 +317,17 @@ class Expressions(Room):
             return base.items[index.value]
         if isinstance(base, ModuleObj) and isinstance(index, Const):
             return _layer_at(base, index.value)
+        if isinstance(base, ParamGroup) and index is not None:
+            return base.item(index)
+        if isinstance(base, KeyedItems) and isinstance(index, Const):
+            return dict(base.items).get(index.value, UNKNOWN)
         return UNKNOWN
 
     def _call(self, node: cst.Call, st: State) -> Value:
         func = node.func
         if _is_super_init(func) and self.stack.constructing:
             args = [self.evaluate(arg.value, st) for arg in node.args]
-            self.modules.super_init(node, self.stack.constructing[-1], args)
+            self._super_init(node, self.stack.constructing[-1], args)
             return Const(None)
         if isinstance(func, cst.Attribute):
             path = dotted(func)
@@ -346,6 +354,18 @@ class Expressions(Room):
             receiver = self.evaluate(func, st)
         args = [self.evaluate(arg.value, st) for arg in node.args]
         return self.call_value(st, node, receiver, args)
+
+    def _super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
+        """``super().__init__(...)`` in a constructor: a container subclass gets its
+        layers (``modules``), an optimizer subclass the optimizer its parameters make
+        (``super().__init__(params, defaults)``: its ``param_groups``, what it steps)."""
+        if not instance.info.optimizer:
+            self.modules.super_init(node, instance, args)
+            return
+        params = self.argument(node, args, "params", 0)
+        optimizer = self.torch.optimizer(params) if params is not None else UNKNOWN
+        if isinstance(optimizer, Optimizer):
+            self.file.containers[instance.obj] = optimizer
 
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""

@@ -99,11 +99,7 @@ class TorchCalls(Room):
             return AllowMutation()
         if namespace.startswith("torch.optim") and name[:1].isupper() \
                 and "lr_scheduler" not in namespace and args:
-            owners = frozenset()
-            for value in _parameter_sources(args[0]):
-                owner = self.saved.note_owner(value)
-                owners |= {owner} if owner is not None else self.saved.owners_of(value)
-            return Optimizer(owners) if owners else UNKNOWN
+            return self.optimizer(args[0])
         if namespace.startswith("torch.distributions") and name[:1].isupper():
             return Distribution(name, tuple(args))
         if namespace in ("torch.linalg", "torch.special", "torch.fft"):
@@ -113,6 +109,16 @@ class TorchCalls(Room):
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN
+
+    def optimizer(self, params: Value) -> Value:
+        """An optimizer built on ``params`` (its first argument: ``model.parameters()``,
+        a list of tensors, param groups), by a ``torch.optim`` class or by a subclass's
+        ``super().__init__(params, defaults)``; unknown when no parameter is known."""
+        owners = frozenset()
+        for value in _parameter_sources(params):
+            owner = self.saved.note_owner(value)
+            owners |= {owner} if owner is not None else self.saved.owners_of(value)
+        return Optimizer(owners, _param_groups(params)) if owners else UNKNOWN
 
     def distribution_method(self, st: State, node: cst.Call, distribution: Distribution,
                             name: str, args: list) -> Value:
@@ -264,6 +270,15 @@ def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorF
         call = call.args[0].value
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
         and call.func.attr.value == "item"
+
+
+def _param_groups(params: Value) -> tuple:
+    """The param groups torch makes of an optimizer's first argument: the groups given
+    (``[{"params": ...}, ...]``), else one group of all the parameters given."""
+    if isinstance(params, Seq) and params.items \
+            and all(isinstance(item, ParamGroup) for item in params.items):
+        return params.items
+    return (ParamGroup(params),)
 
 
 def _parameter_sources(value: Value) -> list:
