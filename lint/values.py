@@ -167,6 +167,16 @@ class Instance(Value):
     def container(self) -> Optional[Value]:
         return dict(self.attrs).get(CONTAINER, self.info.container)
 
+    def attribute(self, name: str) -> Optional[Value]:
+        """One attribute as this instance holds it (``CONTAINER``: its container)."""
+        default = self.info.container if name == CONTAINER else self.info.attrs.get(name, UNKNOWN)
+        return dict(self.attrs).get(name, default)
+
+    def with_attributes(self, changed: dict) -> "Instance":
+        """The same object after the attributes ``changed`` were rebound (``self.h = v``)."""
+        attrs = {**dict(self.attrs), **changed}
+        return Instance(self.info, self.obj, tuple(sorted(attrs.items(), key=lambda item: item[0])))
+
 
 CONTAINER = "*container"  # the attribute holding what super().__init__(*layers) built
 
@@ -322,6 +332,11 @@ def join_values(a: Value, b: Value) -> Value:
         for other in elements[1:]:
             element = join_values(element, other)
         return IterableOf(element) if element is not UNKNOWN else UNKNOWN
+    if isinstance(a, Instance) and isinstance(b, Instance) and a.info is b.info \
+            and a.obj == b.obj:  # one object, its attributes as each path left them
+        names = {name for name, _ in a.attrs} | {name for name, _ in b.attrs}
+        return Instance(a.info, a.obj).with_attributes(
+            {name: join_values(a.attribute(name), b.attribute(name)) for name in names})
     if isinstance(a, (Const, _Number)) and isinstance(b, (Const, _Number)):
         both_numbers = all(
             v is NUMBER or (isinstance(v.value, (int, float)) and not isinstance(v.value, bool))

@@ -20,6 +20,19 @@ def findings(code: str) -> set[tuple[int, str]]:
     return {(f.line, f.code) for f in check_source(source, "snippet.py")}
 
 
+# A class whose methods rebind an attribute: ``put`` stores a view, ``reset`` a fresh tensor.
+STORE = """
+        import torch
+        class Store:
+            def __init__(self):
+                self.h = torch.zeros(1, 3)
+            def put(self, h):
+                self.h = h.unsqueeze(0)
+            def reset(self):
+                self.h = torch.zeros(1, 3)
+        w = torch.randn(3, requires_grad=True)
+"""
+
 CASES = {
     # --- imports and shadowing -------------------------------------------------------
     "import torch as T": ("""
@@ -1002,6 +1015,54 @@ CASES = {
         loss = torch.tensor([(w * 2).sum()]).sum()
         loss.backward()
         """, {(4, "GG304")}),
+    # --- object state across methods --------------------------------------------------
+    "what a method stores on its object is seen through every name of it": (STORE + """
+        s = Store()
+        alias = s
+        s.put(w * 2)
+        alias.h.detach_()
+        """, {(14, "GG306")}),
+    "the method called last decides what the object holds": (STORE + """
+        s = Store()
+        s.put(w * 2)
+        s.reset()
+        s.h.detach_()
+        """, set()),
+    "a call the engine cannot follow may rebind what the object's methods rebind": (STORE + """
+        from elsewhere import refresh
+        s = Store()
+        s.put(w * 2)
+        refresh(s)
+        s.h.detach_()
+        """, set()),
+    "an object's state in a loop: each pass's call is followed": (STORE + """
+        s = Store()
+        for _ in range(2):
+            s.put(w * 2)
+            s.h.detach_()
+        """, {(14, "GG306")}),
+    "an object held by another: its method's effect reaches the holder's path": (STORE + """
+        class Holder:
+            def __init__(self):
+                self.store = Store()
+            def step(self, x):
+                self.last = x
+                self.store.put(x)
+        holder = Holder()
+        holder.step(w * 2)
+        holder.store.h.detach_()
+        """, {(19, "GG306")}),
+    "a method not followed may rebind what the objects it holds hold": (STORE + """
+        class Holder:
+            def __init__(self):
+                self.store = Store()
+            def step(self):
+                self.store.reset()
+        holder = Holder()
+        holder.store.put(w * 2)
+        holder.step()
+        holder.store.h.detach_()
+        """, set()),
 }
 
 

@@ -28,7 +28,13 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import _all_params
+from gradguard.engine.common import (
+    _all_params,
+    assigned_self_attrs,
+    forget_objects,
+    forget_rebindable,
+    rebind_instance,
+)
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
     HeapReads,
@@ -71,6 +77,7 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self._rebinding: dict[int, bool] = {}  # method -> whether it rebinds self.*
         self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
@@ -135,6 +142,7 @@ class UserCalls(Room):
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
         if not self.worth_following(function.node) and not rebinds_outer_names(function):
+            forget_objects(st, args)
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
@@ -168,12 +176,31 @@ class UserCalls(Room):
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
                 definition.name.value != "forward" and not self.worth_following(definition)
-                and not rebinds_outer_names(method)):
+                and not rebinds_outer_names(method) and not self._rebinds_self(definition)):
+            forget_objects(st, [instance, *args])
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
         bindings[params[0].name.value] = instance
         return self.run(st, method, bindings, method.grad_mode, call)
+
+    def read_property(self, st: State, site: cst.CSTNode, instance: Instance,
+                      getter: FunctionVal) -> Value:
+        """``state._all`` where ``_all`` is a ``@property`` of the instance's class: its
+        getter runs, on the instance as it is now."""
+        params = list(getter.node.params.posonly_params) + list(getter.node.params.params)
+        if not params:
+            return UNKNOWN
+        result = self.run(st, getter, {params[0].name.value: instance}, getter.grad_mode, site)
+        return UNKNOWN if result is None else result
+
+    def _rebinds_self(self, definition: cst.FunctionDef) -> bool:
+        """Whether a method rebinds attributes of its object (``self.h = ...``): a call
+        of it is followed, so that what it leaves there is known after it."""
+        key = id(definition)
+        if key not in self._rebinding:
+            self._rebinding[key] = bool(assigned_self_attrs(definition))
+        return self._rebinding[key]
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -219,6 +246,7 @@ class UserCalls(Room):
         if definition in stack.active or len(stack.active) >= MAX_CALL_DEPTH \
                 or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
+            forget_objects(st, bindings.values())
             return None, None
         globals_ = self.globals_of(st, function)
         closure = self._closure(st, function)
@@ -242,8 +270,9 @@ class UserCalls(Room):
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
         take_rebinds(st, function.scope, summary.rebinds, same_module)
-        return summary.result, State(dict(summary.env), st.heap, st.grad,
-                                     gradients=st.gradients)
+        end_env = dict(summary.env)
+        objects_back(st, bindings, end_env)
+        return summary.result, State(end_env, st.heap, st.grad, gradients=st.gradients)
 
     def _closure(self, st: State, function: FunctionVal) -> dict:
         """The enclosing function's variables a nested function sees when that function
@@ -381,6 +410,21 @@ def take_rebinds(st: State, scope: Optional[FunctionScope], rebinds: tuple,
     for path, value in rebinds:
         if shared[path.partition(".")[0]]:
             st.env[path] = value
+
+
+def objects_back(st: State, bindings: dict, end_env: dict) -> None:
+    """The instances of the file's classes a followed call received come back as it left
+    them (a method's ``self.h = ...``: object state across the methods a driver calls);
+    one whose parameter the callee rebound to something else may hold anything it
+    could rebind."""
+    for name, passed in bindings.items():
+        if not isinstance(passed, Instance):
+            continue
+        after = end_env.get(name)
+        if not isinstance(after, Instance) or after.obj != passed.obj:
+            forget_rebindable(st, passed)
+        elif after != passed:
+            rebind_instance(st, after)
 
 
 def rebinds_outer_names(function: FunctionVal) -> bool:

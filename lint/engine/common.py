@@ -11,9 +11,13 @@ from gradguard.facts import TensorFacts, Tri
 from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 from gradguard.state import State
 from gradguard.values import (
+    CONTAINER,
+    UNKNOWN,
     Const,
+    Instance,
     Value,
 )
+from gradguard.walk import is_expression, walk
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -81,6 +85,32 @@ def _registered_names(call: cst.BaseExpression, owner: str) -> set:
     return set()
 
 
+def assigned_self_attrs(method: cst.FunctionDef) -> set:
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    params = list(method.params.params)
+    if not params:
+        return set()
+    owner = params[0].name.value
+    found = set()
+
+    def add(target) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
+
+    for node in walk(method.body, prune=is_expression):  # assignments are statements
+        if isinstance(node, cst.AssignTarget):
+            add(node.target)
+        elif isinstance(node, cst.AnnAssign):
+            add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
+    return found
+
+
 def _is_scope(node: cst.CSTNode) -> bool:
     return type(node) in _SCOPES
 
@@ -115,3 +145,74 @@ def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[Te
         if facts is None or facts.base is None or facts.untracked:
             return
         obj = facts.base
+
+
+def rebind_instance(st: State, instance: Instance) -> None:
+    """An object of a class of the file now holds ``instance``'s attributes (a method or
+    an assignment rebound one: ``self.h = h.unsqueeze(0)``): every name in ``st`` that
+    refers to it, and every instance holding it in an attribute (``self.state``), holds
+    the new one, and the attribute paths under those names what it holds now."""
+    for path, value in list(st.env.items()):
+        if not isinstance(value, Instance):
+            continue
+        updated = _holding(value, instance)
+        if updated is value:
+            continue
+        st.env[path] = updated
+        for name, attr in updated.attrs:
+            if name != CONTAINER and value.attribute(name) != attr:
+                st.bind(f"{path}.{name}", attr)
+
+
+def _holding(value: Instance, instance: Instance, depth: int = 0) -> Instance:
+    """``value`` with ``instance`` in place of the object it stands for, itself or in its
+    attributes, nested up to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
+    if value.obj == instance.obj:
+        return instance if value.info is instance.info else value
+    if depth >= MAX_HOLDING_DEPTH:
+        return value
+    changed = {}
+    for name, attr in value.attrs:
+        if isinstance(attr, Instance):
+            updated = _holding(attr, instance, depth + 1)
+            if updated is not attr:
+                changed[name] = updated
+    return value.with_attributes(changed) if changed else value
+
+
+MAX_HOLDING_DEPTH = 3  # instances inside instances looked into (trainer.state.loss)
+
+
+def forget_rebindable(st: State, instance: Instance) -> None:
+    """A call not followed received ``instance``: any attribute that a method of its
+    class rebinds may hold anything after it, and so may those of the instances it
+    holds (its methods may call theirs)."""
+    forgotten: list[Instance] = []
+    _forgetting(instance, forgotten)
+    for each in forgotten:
+        rebind_instance(st, each)
+
+
+def _forgetting(instance: Instance, forgotten: list, depth: int = 0) -> Instance:
+    """``instance`` with what its methods rebind unknown, in it and in the instances it
+    holds (each added to ``forgotten`` as it becomes)."""
+    changed = {name: UNKNOWN for name in instance.info.unstable}
+    if depth < MAX_HOLDING_DEPTH:
+        for name, attr in instance.attributes().items():
+            if isinstance(attr, Instance) and name not in changed:
+                held = _forgetting(attr, forgotten, depth + 1)
+                if held != attr:
+                    changed[name] = held
+    if not changed:
+        return instance
+    result = instance.with_attributes(changed)
+    forgotten.append(result)
+    return result
+
+
+def forget_objects(st: State, values) -> None:
+    """A call not followed received ``values``: the instances among them may hold
+    anything their methods rebind."""
+    for value in values:
+        if isinstance(value, Instance):
+            forget_rebindable(st, value)

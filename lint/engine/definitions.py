@@ -12,7 +12,7 @@ from gradguard.engine.common import (
     NEUTRAL_DECORATORS,
     _all_params,
     _is_scope,
-    _registered_names,
+    assigned_self_attrs,
     dotted,
 )
 from gradguard.engine.functions import FUNCTION_BASES
@@ -31,7 +31,7 @@ from gradguard.values import (
     Ref,
     TensorRef,
 )
-from gradguard.walk import is_expression, walk
+from gradguard.walk import walk
 
 
 class Definitions(Room):
@@ -186,7 +186,7 @@ class Definitions(Room):
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"
-                    for attr in _assigned_self_attrs(method)}
+                    for attr in assigned_self_attrs(method)}
         info.unstable |= unstable
         for method in methods:
             if method.name.value == "forward":
@@ -240,32 +240,6 @@ OPTIMIZER_BASES = ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")
 
 def _is_static(node: cst.FunctionDef) -> bool:
     return any(dotted(d.decorator) == "staticmethod" for d in node.decorators)
-
-
-def _assigned_self_attrs(method: cst.FunctionDef) -> set:
-    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
-    params = list(method.params.params)
-    if not params:
-        return set()
-    owner = params[0].name.value
-    found = set()
-
-    def add(target) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == owner:
-            found.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for node in walk(method.body, prune=is_expression):  # assignments are statements
-        if isinstance(node, cst.AssignTarget):
-            add(node.target)
-        elif isinstance(node, cst.AnnAssign):
-            add(node.target)
-        elif isinstance(node, cst.Expr):
-            found |= _registered_names(node.value, owner)
-    return found
 
 
 def _returned_tuple_length(function: cst.FunctionDef) -> int:

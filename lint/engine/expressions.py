@@ -7,7 +7,15 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import PARAMS, _all_params, _literal, dotted, source_text, tri_of
+from gradguard.engine.common import (
+    PARAMS,
+    _all_params,
+    _literal,
+    dotted,
+    forget_objects,
+    source_text,
+    tri_of,
+)
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
@@ -138,6 +146,9 @@ class Expressions(Room):
         if isinstance(base, Optimizer):
             return Seq(base.groups) if attr == "param_groups" and base.groups else UNKNOWN
         if isinstance(base, Instance):
+            getter = base.info.methods.get(attr)
+            if getter is not None and _is_property(getter.node):
+                return self.calls.read_property(st, node, base, getter)
             value = base.attributes().get(attr, UNKNOWN)
             if value is UNKNOWN and isinstance(base.container, Optimizer):
                 value = self.attribute_of(st, base.container, attr, node, None)  # param_groups
@@ -413,7 +424,8 @@ class Expressions(Room):
     def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
         """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
         may freeze the modules it receives or replace their layers: whether their
-        parameters require grad is unknown afterwards. Calls known only to read
+        parameters require grad is unknown afterwards, and so is any attribute of an
+        instance it receives that a method of its class rebinds. Calls known only to read
         (``print(model)``, ``logger.info(model)``) leave them as they are."""
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
             else node.func.value if isinstance(node.func, cst.Name) else ""
@@ -423,6 +435,7 @@ class Expressions(Room):
             if isinstance(value, (ModuleObj, Instance)):
                 self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
                                                           Tri.MAYBE)
+        forget_objects(st, args)  # it may call their methods
 
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
         if any(arg.star or arg.keyword for arg in node.args):
@@ -567,6 +580,12 @@ class Expressions(Room):
         if position is not None and position < len(positional):
             return positional[position]
         return None
+
+
+def _is_property(definition: cst.FunctionDef) -> bool:
+    """A getter that runs on each read (``@property``; a ``cached_property`` keeps its
+    first value)."""
+    return any(dotted(decorator.decorator) == "property" for decorator in definition.decorators)
 
 
 def _whole_slice(lower: Optional[Value], upper: Optional[Value], step: Optional[Value]) -> bool:

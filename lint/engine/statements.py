@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import dotted, source_text, tri_of
+from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
 from gradguard.engine.tensors import inplace_chain_head
@@ -19,6 +19,7 @@ from gradguard.values import (
     NUMBER,
     UNKNOWN,
     Const,
+    Instance,
     IterableOf,
     KeyedItems,
     ModuleObj,
@@ -171,6 +172,8 @@ class Statements(Room):
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place
             self._rebind_layer(target.value, set_child(owner, attr, value), st)
         st.bind(path, value)
+        if isinstance(owner, Instance):  # the object holds it, whatever name reaches it
+            rebind_instance(st, owner.with_attributes({attr: value}))
         if isinstance(value, TensorRef):
             self.file.labels.setdefault(value.obj, path)
 
