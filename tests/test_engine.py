@@ -1015,6 +1015,33 @@ CASES = {
         loss = torch.tensor([(w * 2).sum()]).sum()
         loss.backward()
         """, {(4, "GG304")}),
+    "isinstance(data, torch.Tensor) of a list: only the other arm runs": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        data = [(w * 2).sum(), (w * 3).sum()]
+        if isinstance(data, torch.Tensor):
+            loss = data.sum()
+        else:
+            loss = torch.as_tensor(data).sum()
+        loss.backward()
+        """, {(8, "GG304")}),
+    "isinstance of a list against a class the engine does not know stays open": ("""
+        import torch
+        from elsewhere import Batch
+        w = torch.ones(3, requires_grad=True)
+        data = [(w * 2).sum(), (w * 3).sum()]
+        if isinstance(data, (torch.Tensor, Batch)):
+            loss = torch.stack(data).sum()
+        else:
+            loss = torch.as_tensor(data).sum()
+        loss.backward()
+        """, set()),
+    "torch.as_tensor of a tensor is that very tensor, graph and all": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        loss = torch.as_tensor((w * 2).sum())
+        loss.backward()
+        """, set()),
     # --- object state across methods --------------------------------------------------
     "what a method stores on its object is seen through every name of it": (STORE + """
         s = Store()

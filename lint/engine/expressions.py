@@ -51,6 +51,7 @@ from gradguard.values import (
     Instance,
     IterableOf,
     KeyedItems,
+    LayerItems,
     ModuleObj,
     ModuleRef,
     Optimizer,
@@ -625,9 +626,10 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
     """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
     the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
     derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
-    torch's layer classes (``TorchAPI.nn_module_classes``)."""
+    torch's layer classes (``TorchAPI.nn_module_classes``). Values that are plainly a
+    tensor or a Python sequence are told apart too (``_value_isinstance``)."""
     if not isinstance(value, ModuleObj):
-        return UNKNOWN
+        return _value_isinstance(value, classes)
     verdicts = []
     for cls in classes.items if isinstance(classes, Seq) else (classes,):
         if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
@@ -639,6 +641,31 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def _value_isinstance(value: Value, classes: Value) -> Value:
+    """``isinstance(data, torch.Tensor)``, ``isinstance(x, (tuple, list))`` where ``data``
+    is known to be a tensor or a list or tuple (a list or tuple only when both are
+    named: the engine does not tell them apart); else unknown."""
+    names = {cls.qualname for cls in (classes.items if isinstance(classes, Seq) else (classes,))
+             if isinstance(cls, Ref)}
+    if isinstance(value, TensorRef):
+        kind = "tensor"
+    elif isinstance(value, Seq) and not isinstance(value, LayerItems):
+        kind = "sequence"
+    else:
+        return UNKNOWN
+    if kind == "tensor" and names & TENSOR_CLASSES or \
+            kind == "sequence" and SEQUENCE_CLASSES <= names:
+        return Const(True)
+    known = TENSOR_CLASSES | SEQUENCE_CLASSES
+    if isinstance(classes, Seq) and len(names) < len(classes.items) or not names <= known:
+        return UNKNOWN  # a class the engine does not know, which the value may be
+    return Const(False)
+
+
+TENSOR_CLASSES = frozenset({"torch.Tensor"})
+SEQUENCE_CLASSES = frozenset({"builtins.tuple", "builtins.list"})
 
 
 def _is_super_init(func: cst.BaseExpression) -> bool:
