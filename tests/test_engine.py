@@ -1079,6 +1079,24 @@ CASES = {
         holder.step(w * 2)
         holder.store.h.detach_()
         """, {(19, "GG306")}),
+    "a layer's forward stores on itself: the container holding it holds that": ("""
+        import torch
+        import torch.nn as nn
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 3)
+                self.aux = None
+            def forward(self, x):
+                h = self.fc(x)
+                self.aux = h.unsqueeze(0)
+                return h
+        layers = nn.ModuleList([Gate(), Gate()])
+        x = torch.randn(2, 3)
+        for layer in layers:
+            x = layer(x)
+        layers[0].aux.detach_()
+        """, {(16, "GG306")}),
     "a method not followed may rebind what the objects it holds hold": (STORE + """
         class Holder:
             def __init__(self):

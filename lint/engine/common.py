@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Hashable, Iterator, Optional
 
 import libcst as cst
@@ -15,6 +16,7 @@ from gradguard.values import (
     UNKNOWN,
     Const,
     Instance,
+    ModuleObj,
     Value,
 )
 from gradguard.walk import is_expression, walk
@@ -150,30 +152,39 @@ def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[Te
 def rebind_instance(st: State, instance: Instance) -> None:
     """An object of a class of the file now holds ``instance``'s attributes (a method or
     an assignment rebound one: ``self.h = h.unsqueeze(0)``): every name in ``st`` that
-    refers to it, and every instance holding it in an attribute (``self.state``), holds
-    the new one, and the attribute paths under those names what it holds now."""
+    refers to it, and every instance or container of layers holding it (``self.state``,
+    ``layers[0]``), holds the new one, and the attribute paths under those names what it
+    holds now."""
     for path, value in list(st.env.items()):
-        if not isinstance(value, Instance):
+        if not isinstance(value, (Instance, ModuleObj)):
             continue
         updated = _holding(value, instance)
         if updated is value:
             continue
         st.env[path] = updated
-        for name, attr in updated.attrs:
-            if name != CONTAINER and value.attribute(name) != attr:
-                st.bind(f"{path}.{name}", attr)
+        if isinstance(value, Instance):
+            for name, attr in updated.attrs:
+                if name != CONTAINER and value.attribute(name) != attr:
+                    st.bind(f"{path}.{name}", attr)
 
 
-def _holding(value: Instance, instance: Instance, depth: int = 0) -> Instance:
-    """``value`` with ``instance`` in place of the object it stands for, itself or in its
-    attributes, nested up to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
-    if value.obj == instance.obj:
+def _holding(value: Value, instance: Instance, depth: int = 0) -> Value:
+    """``value`` (an instance, or a container of layers) with ``instance`` in place of
+    the object it stands for, itself, in its attributes or among its layers, nested up
+    to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
+    if isinstance(value, Instance) and value.obj == instance.obj:
         return instance if value.info is instance.info else value
     if depth >= MAX_HOLDING_DEPTH:
         return value
+    if isinstance(value, ModuleObj):
+        children = tuple(_holding(child, instance, depth + 1) for child in value.children)
+        changed = any(new is not old for new, old in zip(children, value.children))
+        return replace(value, children=children) if changed else value
+    if not isinstance(value, Instance):
+        return value
     changed = {}
     for name, attr in value.attrs:
-        if isinstance(attr, Instance):
+        if isinstance(attr, (Instance, ModuleObj)):
             updated = _holding(attr, instance, depth + 1)
             if updated is not attr:
                 changed[name] = updated
