@@ -219,6 +219,8 @@ class UserCalls(Room):
         if end is None:
             return instance
         attrs = self_attributes(init.node, end, info.unstable)
+        if info.is_module:  # nn.Module.__init__ puts it in training mode
+            attrs.setdefault("training", Const(True))
         container = self.file.containers.get(instance.obj)
         if container is not None:
             attrs[CONTAINER] = container

@@ -198,26 +198,42 @@ def forget_rebindable(st: State, instance: Instance) -> None:
     """A call not followed received ``instance``: any attribute that a method of its
     class rebinds may hold anything after it, and so may those of the instances it
     holds (its methods may call theirs)."""
-    forgotten: list[Instance] = []
-    _forgetting(instance, forgotten)
-    for each in forgotten:
+    change_throughout(st, instance, lambda each: {name: UNKNOWN for name in each.info.unstable})
+
+
+def change_throughout(st: State, instance: Instance, changes) -> Instance:
+    """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` and on every
+    instance it holds (in its attributes, among the layers of its containers), as
+    ``model.eval()`` sets ``training`` on every submodule; every name in ``st`` for each
+    holds the new one. Returns the new ``instance``."""
+    rebuilt: list[Instance] = []
+    top = _rebuild(instance, changes, rebuilt)
+    for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
         rebind_instance(st, each)
+    return top if isinstance(top, Instance) else instance
 
 
-def _forgetting(instance: Instance, forgotten: list, depth: int = 0) -> Instance:
-    """``instance`` with what its methods rebind unknown, in it and in the instances it
-    holds (each added to ``forgotten`` as it becomes)."""
-    changed = {name: UNKNOWN for name in instance.info.unstable}
+def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
+    if isinstance(value, ModuleObj):
+        if depth >= MAX_HOLDING_DEPTH:
+            return value
+        children = tuple(_rebuild(child, changes, rebuilt, depth + 1) for child in value.children)
+        changed = any(new is not old for new, old in zip(children, value.children))
+        return replace(value, children=children) if changed else value
+    if not isinstance(value, Instance):
+        return value
+    changed = {name: new for name, new in changes(value).items()
+               if value.attribute(name) != new}
     if depth < MAX_HOLDING_DEPTH:
-        for name, attr in instance.attributes().items():
-            if isinstance(attr, Instance) and name not in changed:
-                held = _forgetting(attr, forgotten, depth + 1)
-                if held != attr:
+        for name, attr in value.attributes().items():
+            if name not in changed and isinstance(attr, (Instance, ModuleObj)):
+                held = _rebuild(attr, changes, rebuilt, depth + 1)
+                if held is not attr:
                     changed[name] = held
     if not changed:
-        return instance
-    result = instance.with_attributes(changed)
-    forgotten.append(result)
+        return value
+    result = value.with_attributes(changed)
+    rebuilt.append(result)
     return result
 
 

@@ -11,6 +11,7 @@ from gradguard.engine.common import (
     PARAMS,
     _all_params,
     _literal,
+    change_throughout,
     dotted,
     forget_objects,
     source_text,
@@ -520,6 +521,8 @@ class Expressions(Room):
             return UNKNOWN
         if name in ("parameters", "named_parameters"):
             return ParamsOf(owner, named=name == "named_parameters")
+        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
+            return self._set_training(st, node, owner, name, args)
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
         if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args \
@@ -548,6 +551,16 @@ class Expressions(Room):
             return self.modules.register_hook(owner, node, name, args)
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
+                      args: list) -> Instance:
+        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
+        on every module it holds, as torch sets it; a mode not known is unknown."""
+        mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
+        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
+            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
+        return change_throughout(st, module, lambda each: {"training": mode}
+                                 if each.info.is_module else {})
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None,
