@@ -188,11 +188,24 @@ class UserCalls(Room):
                       getter: FunctionVal) -> Value:
         """``state._all`` where ``_all`` is a ``@property`` of the instance's class: its
         getter runs, on the instance as it is now."""
-        params = list(getter.node.params.posonly_params) + list(getter.node.params.params)
+        return self.run_method(st, site, instance, getter, [])[0]
+
+    def run_method(self, st: State, site: cst.CSTNode, instance: Instance,
+                   method: FunctionVal, args: list) -> tuple[Value, Instance]:
+        """A method Python calls for the code (a property's getter, ``__enter__``,
+        ``__exit__``), with ``args`` for its parameters after ``self``, in order: its
+        result and the instance as it left it."""
+        params = list(method.node.params.posonly_params) + list(method.node.params.params)
         if not params:
-            return UNKNOWN
-        result = self.run(st, getter, {params[0].name.value: instance}, getter.grad_mode, site)
-        return UNKNOWN if result is None else result
+            return UNKNOWN, instance
+        owner = params[0].name.value
+        bindings = {owner: instance, **{param.name.value: value
+                                        for param, value in zip(params[1:], args)}}
+        result, end = self._run(st, method, bindings, method.grad_mode, site)
+        after = end.env.get(owner) if end is not None else None
+        if not isinstance(after, Instance) or after.obj != instance.obj:
+            after = instance
+        return (UNKNOWN if result is None else result), after
 
     def _rebinds_self(self, definition: cst.FunctionDef) -> bool:
         """Whether a method rebinds attributes of its object (``self.h = ...``): a call
