@@ -1097,6 +1097,13 @@ CASES = {
             x = layer(x)
         layers[0].aux.detach_()
         """, {(16, "GG306")}),
+    "a function analysed on its own may run before a method rebinds the object": (STORE + """
+        s = Store()
+        def use():
+            s.h.detach_()
+        use()
+        s.put(w * 2)
+        """, set()),
     "a method not followed may rebind what the objects it holds hold": (STORE + """
         class Holder:
             def __init__(self):

@@ -198,7 +198,7 @@ def forget_rebindable(st: State, instance: Instance) -> None:
     """A call not followed received ``instance``: any attribute that a method of its
     class rebinds may hold anything after it, and so may those of the instances it
     holds (its methods may call theirs)."""
-    change_throughout(st, instance, lambda each: {name: UNKNOWN for name in each.info.unstable})
+    change_throughout(st, instance, _rebindable)
 
 
 def change_throughout(st: State, instance: Instance, changes) -> Instance:
@@ -211,6 +211,29 @@ def change_throughout(st: State, instance: Instance, changes) -> Instance:
     for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
         rebind_instance(st, each)
     return top if isinstance(top, Instance) else instance
+
+
+def timeless(env: dict) -> dict:
+    """The module's final bindings as a function analysed on its own reads them: it may
+    run at any point of the module, so what the methods of an instance's class rebind
+    (``s.put(h)`` storing ``s.h``) is unknown there, in the instance and under its names."""
+    timeless_env = {path: _rebuild(value, _rebindable, [])
+                    if isinstance(value, (Instance, ModuleObj)) else value
+                    for path, value in env.items()}
+    forgotten = set()
+    for path in env:
+        owner, _, attr = path.rpartition(".")
+        holder = timeless_env.get(owner)
+        if isinstance(holder, Instance) and attr in holder.info.unstable:
+            forgotten.add(path)
+    for path in list(timeless_env):
+        if path in forgotten or path.rpartition(".")[0] in forgotten:
+            timeless_env[path] = UNKNOWN
+    return timeless_env
+
+
+def _rebindable(instance: Instance) -> dict:
+    return {name: UNKNOWN for name in instance.info.unstable}
 
 
 def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
