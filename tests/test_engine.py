@@ -1104,6 +1104,28 @@ CASES = {
         use()
         s.put(w * 2)
         """, set()),
+    "a cyclic object graph (connectors that keep their trainer) is analysed": ("""
+        import torch
+        class Connector:
+            def __init__(self, trainer):
+                self.trainer = trainer
+                self.ready = False
+            def setup(self):
+                self.ready = True
+        class Trainer:
+            def __init__(self):
+                self.first = Connector(self)
+                self.second = Connector(self)
+                self.first.setup()
+            def fit(self, flag):
+                if flag:
+                    self.first.setup()
+                else:
+                    self.second.setup()
+                self.weights = torch.zeros(3)
+        trainer = Trainer()
+        trainer.fit(True)
+        """, set()),
     "a method not followed may rebind what the objects it holds hold": (STORE + """
         class Holder:
             def __init__(self):

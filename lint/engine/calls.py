@@ -237,7 +237,7 @@ class UserCalls(Room):
         container = self.file.containers.get(instance.obj)
         if container is not None:
             attrs[CONTAINER] = container
-        return Instance(info, instance.obj, tuple(sorted(attrs.items())))
+        return Instance(info, instance.obj).with_attributes(attrs)
 
     # ----------------------------------------------------------------- the run
     def run(self, st: State, function: FunctionVal, bindings: dict,

@@ -171,9 +171,13 @@ class Statements(Room):
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place
             self._rebind_layer(target.value, set_child(owner, attr, value), st)
-        st.bind(path, value)
         if isinstance(owner, Instance):  # the object holds it, whatever name reaches it
-            rebind_instance(st, owner.with_attributes({attr: value}))
+            updated = owner.with_attributes({attr: value})
+            value = updated.attribute(attr)
+            st.bind(path, value)
+            rebind_instance(st, updated)
+        else:
+            st.bind(path, value)
         if isinstance(value, TensorRef):
             self.file.labels.setdefault(value.obj, path)
 
