@@ -62,6 +62,7 @@ from gradguard.values import (
     Const,
     FunctionVal,
     Instance,
+    TensorRef,
     Value,
     join_values,
 )
@@ -141,7 +142,8 @@ class UserCalls(Room):
                       args: list) -> Value:
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
-        if not self.worth_following(function.node) and not rebinds_outer_names(function):
+        if not self.worth_following(function.node) and not rebinds_outer_names(function) \
+                and not self._receives_graph(st, args):
             forget_objects(st, args)
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
@@ -176,7 +178,8 @@ class UserCalls(Room):
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
                 definition.name.value != "forward" and not self.worth_following(definition)
-                and not rebinds_outer_names(method) and not self._rebinds_self(definition)):
+                and not rebinds_outer_names(method) and not self._rebinds_self(definition)
+                and not self._receives_graph(st, args)):
             forget_objects(st, [instance, *args])
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
@@ -206,6 +209,13 @@ class UserCalls(Room):
         if not isinstance(after, Instance) or after.obj != instance.obj:
             after = instance
         return (UNKNOWN if result is None else result), after
+
+    def _receives_graph(self, st: State, args: list) -> bool:
+        """Whether a call is handed a tensor that requires grad: what it returns may hold
+        that graph (a loss a helper computes from the model's output), whose saves a
+        later backward needs or frees."""
+        return any(isinstance(arg, TensorRef) and arg.obj in st.heap
+                   and st.heap[arg.obj].requires_grad is Tri.YES for arg in args)
 
     def _rebinds_self(self, definition: cst.FunctionDef) -> bool:
         """Whether a method rebinds attributes of its object (``self.h = ...``): a call
