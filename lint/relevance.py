@@ -1,7 +1,8 @@
 """Whether following a call into a function can tell the engine anything that its unknown
 result would not: its syntax may write a tensor in place, freeze one, fill its ``.grad``, run
-a backward, an optimizer step or a ``load_state_dict``, build a leaf that requires grad, a layer or a module,
-replace a layer (``setattr``), or call a method of ``self`` or of a module (which may).
+a backward, an optimizer step or a ``load_state_dict``, build a leaf that requires grad (or
+copy tensors into a new one: ``torch.tensor``), a layer or a module, replace a layer
+(``setattr``), or call a method of ``self`` or of a module (which may).
 
 The same question is asked of libcst trees (the code being analysed) and of ``ast`` trees
 (a cheap first look at a module the code imports, before paying for a libcst parse): each
@@ -19,7 +20,9 @@ from gradguard.walk import walk
 
 MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential",
                     "ModuleList", "ModuleDict", "apply"})
-CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict"})
+# (``tensor``, ``as_tensor``: a copy of tensors that require grad cuts their graphs, GG310)
+CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict",
+                               "tensor", "as_tensor"})
 KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
 ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 

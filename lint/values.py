@@ -125,6 +125,7 @@ class ClassInfo:
     # (``super().__init__(*layers)``), which runs when it has no forward of its own.
     container: Optional[Value] = None
     unstable: frozenset = frozenset()  # attributes that methods other than __init__ rebind
+    optimizer: bool = False  # derives from torch.optim.Optimizer
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,44 @@ class Instance(Value):
     def container(self) -> Optional[Value]:
         return dict(self.attrs).get(CONTAINER, self.info.container)
 
+    def attribute(self, name: str) -> Optional[Value]:
+        """One attribute as this instance holds it (``CONTAINER``: its container)."""
+        default = self.info.container if name == CONTAINER else self.info.attrs.get(name, UNKNOWN)
+        return dict(self.attrs).get(name, default)
+
+    def with_attributes(self, changed: dict) -> "Instance":
+        """The same object after the attributes ``changed`` were rebound (``self.h = v``).
+        A value that holds this very object (a connector built with its trainer, then
+        kept by it) holds it as its class knows it: object graphs may be cyclic, values
+        are not."""
+        attrs = {**dict(self.attrs), **{name: _without(value, self.obj, {})
+                                        for name, value in changed.items()}}
+        return Instance(self.info, self.obj, tuple(sorted(attrs.items(), key=lambda item: item[0])))
+
 
 CONTAINER = "*container"  # the attribute holding what super().__init__(*layers) built
+
+
+def _without(value: Value, obj: Hashable, seen: dict) -> Value:
+    """``value`` with every instance of the object ``obj`` inside it (in attributes, among
+    a container's layers) reduced to what its class knows (``seen``: by id, done)."""
+    key = id(value)
+    if key in seen:
+        return seen[key]
+    result = value
+    if isinstance(value, Instance):
+        if value.obj == obj:
+            result = Instance(value.info, value.obj)
+        elif value.attrs:
+            attrs = tuple((name, _without(attr, obj, seen)) for name, attr in value.attrs)
+            if any(new is not old for (_, new), (_, old) in zip(attrs, value.attrs)):
+                result = Instance(value.info, value.obj, attrs)
+    elif isinstance(value, ModuleObj) and value.children:
+        children = tuple(_without(child, obj, seen) for child in value.children)
+        if any(new is not old for new, old in zip(children, value.children)):
+            result = replace(value, children=children)
+    seen[key] = result
+    return result
 
 
 @dataclass(frozen=True)
@@ -237,9 +274,12 @@ class ParamsOf(Value):
 
 @dataclass(frozen=True)
 class Optimizer(Value):
-    """A ``torch.optim`` optimizer; ``owners`` are the modules and tensors it updates."""
+    """A ``torch.optim`` optimizer; ``owners`` are the modules and tensors it updates.
+    ``groups`` are its ``param_groups``, one ``ParamGroup`` each, as torch builds them
+    from the optimizer's first argument."""
 
     owners: frozenset
+    groups: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -256,6 +296,10 @@ class ParamGroup(Value):
     """An optimizer param group: ``{"params": model.head.parameters(), "lr": 1e-3}``."""
 
     params: Value
+
+    def item(self, key: Value) -> Value:
+        """``group["params"]``: the parameters it holds; any other key is unknown."""
+        return self.params if key == Const("params") else UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -316,6 +360,8 @@ def join_values(a: Value, b: Value) -> Value:
         return IterableOf(element) if element is not UNKNOWN else UNKNOWN
     if isinstance(a, ModuleObj) and isinstance(b, ModuleObj):
         return _join_layers(a, b)
+    if isinstance(a, Instance) and isinstance(b, Instance):
+        return _join_instances(a, b)
     if isinstance(a, (Const, _Number)) and isinstance(b, (Const, _Number)):
         both_numbers = all(
             v is NUMBER or (isinstance(v.value, (int, float)) and not isinstance(v.value, bool))
@@ -334,6 +380,26 @@ def _join_layers(a: ModuleObj, b: ModuleObj) -> Value:
         and a.parameters == b.parameters == () and not (a.unsure or b.unsure) \
         and not (a.children or b.children)
     return replace(a, obj=("*join", a.obj, b.obj), origin=None) if agree else UNKNOWN
+
+
+def _join_instances(a: Instance, b: Instance, depth: int = 0) -> Value:
+    """One object as two paths left it: its attributes joined one by one (those of the
+    instances it holds too, down to ``MAX_JOINED_DEPTH``; below, what its class knows)."""
+    if a.info is not b.info or a.obj != b.obj:
+        return UNKNOWN
+    if depth >= MAX_JOINED_DEPTH:
+        return Instance(a.info, a.obj)
+    joined = {}
+    for name in {name for name, _ in a.attrs} | {name for name, _ in b.attrs}:
+        left, right = a.attribute(name), b.attribute(name)
+        joined[name] = left if left == right else \
+            _join_instances(left, right, depth + 1) \
+            if isinstance(left, Instance) and isinstance(right, Instance) \
+            else join_values(left, right)
+    return Instance(a.info, a.obj).with_attributes(joined)
+
+
+MAX_JOINED_DEPTH = 4  # instances inside instances joined attribute by attribute
 
 
 def _join_growth(shorter: Value, longer: Value) -> Optional[Seq]:

@@ -20,6 +20,19 @@ def findings(code: str) -> set[tuple[int, str]]:
     return {(f.line, f.code) for f in check_source(source, "snippet.py")}
 
 
+# A class whose methods rebind an attribute: ``put`` stores a view, ``reset`` a fresh tensor.
+STORE = """
+        import torch
+        class Store:
+            def __init__(self):
+                self.h = torch.zeros(1, 3)
+            def put(self, h):
+                self.h = h.unsqueeze(0)
+            def reset(self):
+                self.h = torch.zeros(1, 3)
+        w = torch.randn(3, requires_grad=True)
+"""
+
 CASES = {
     # --- imports and shadowing -------------------------------------------------------
     "import torch as T": ("""
@@ -1010,6 +1023,128 @@ CASES = {
         loss = torch.tensor([(w * 2).sum()]).sum()
         loss.backward()
         """, {(4, "GG304")}),
+    "isinstance(data, torch.Tensor) of a list: only the other arm runs": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        data = [(w * 2).sum(), (w * 3).sum()]
+        if isinstance(data, torch.Tensor):
+            loss = data.sum()
+        else:
+            loss = torch.as_tensor(data).sum()
+        loss.backward()
+        """, {(8, "GG304")}),
+    "isinstance of a list against a class the engine does not know stays open": ("""
+        import torch
+        from elsewhere import Batch
+        w = torch.ones(3, requires_grad=True)
+        data = [(w * 2).sum(), (w * 3).sum()]
+        if isinstance(data, (torch.Tensor, Batch)):
+            loss = torch.stack(data).sum()
+        else:
+            loss = torch.as_tensor(data).sum()
+        loss.backward()
+        """, set()),
+    "torch.as_tensor of a tensor is that very tensor, graph and all": ("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        loss = torch.as_tensor((w * 2).sum())
+        loss.backward()
+        """, set()),
+    # --- object state across methods --------------------------------------------------
+    "what a method stores on its object is seen through every name of it": (STORE + """
+        s = Store()
+        alias = s
+        s.put(w * 2)
+        alias.h.detach_()
+        """, {(14, "GG306")}),
+    "the method called last decides what the object holds": (STORE + """
+        s = Store()
+        s.put(w * 2)
+        s.reset()
+        s.h.detach_()
+        """, set()),
+    "a call the engine cannot follow may rebind what the object's methods rebind": (STORE + """
+        from elsewhere import refresh
+        s = Store()
+        s.put(w * 2)
+        refresh(s)
+        s.h.detach_()
+        """, set()),
+    "an object's state in a loop: each pass's call is followed": (STORE + """
+        s = Store()
+        for _ in range(2):
+            s.put(w * 2)
+            s.h.detach_()
+        """, {(14, "GG306")}),
+    "an object held by another: its method's effect reaches the holder's path": (STORE + """
+        class Holder:
+            def __init__(self):
+                self.store = Store()
+            def step(self, x):
+                self.last = x
+                self.store.put(x)
+        holder = Holder()
+        holder.step(w * 2)
+        holder.store.h.detach_()
+        """, {(19, "GG306")}),
+    "a layer's forward stores on itself: the container holding it holds that": ("""
+        import torch
+        import torch.nn as nn
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 3)
+                self.aux = None
+            def forward(self, x):
+                h = self.fc(x)
+                self.aux = h.unsqueeze(0)
+                return h
+        layers = nn.ModuleList([Gate(), Gate()])
+        x = torch.randn(2, 3)
+        for layer in layers:
+            x = layer(x)
+        layers[0].aux.detach_()
+        """, {(16, "GG306")}),
+    "a function analysed on its own may run before a method rebinds the object": (STORE + """
+        s = Store()
+        def use():
+            s.h.detach_()
+        use()
+        s.put(w * 2)
+        """, set()),
+    "a cyclic object graph (connectors that keep their trainer) is analysed": ("""
+        import torch
+        class Connector:
+            def __init__(self, trainer):
+                self.trainer = trainer
+                self.ready = False
+            def setup(self):
+                self.ready = True
+        class Trainer:
+            def __init__(self):
+                self.first = Connector(self)
+                self.second = Connector(self)
+                self.first.setup()
+            def fit(self, flag):
+                if flag:
+                    self.first.setup()
+                else:
+                    self.second.setup()
+                self.weights = torch.zeros(3)
+        trainer = Trainer()
+        trainer.fit(True)
+        """, set()),
+    "a method not followed may rebind what the objects it holds hold": (STORE + """
+        class Holder:
+            def __init__(self):
+                self.store = Store()
+            def step(self):
+                self.store.reset()
+        holder = Holder()
+        holder.store.put(w * 2)
+        holder.step()
+        holder.store.h.detach_()
+        """, set()),
 }
 
 

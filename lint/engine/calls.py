@@ -28,7 +28,14 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import _all_params, _literal
+from gradguard.engine.common import (
+    _all_params,
+    _literal,
+    assigned_self_attrs,
+    forget_objects,
+    forget_rebindable,
+    rebind_instance,
+)
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
@@ -57,6 +64,7 @@ from gradguard.values import (
     Const,
     FunctionVal,
     Instance,
+    TensorRef,
     Value,
     join_values,
 )
@@ -72,6 +80,7 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self._rebinding: dict[int, bool] = {}  # method -> whether it rebinds self.*
         self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
@@ -136,7 +145,9 @@ class UserCalls(Room):
                       args: list) -> Value:
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
-        if not self.worth_following(function.node) and not rebinds_outer_names(function):
+        if not self.worth_following(function.node) and not rebinds_outer_names(function) \
+                and not self._receives_graph(st, args):
+            forget_objects(st, args)
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
@@ -189,7 +200,10 @@ class UserCalls(Room):
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
                 definition.name.value != "forward" and not self.worth_following(definition)
-                and not rebinds_outer_names(method) and not self._own_helper(instance)):
+                and not rebinds_outer_names(method) and not self._own_helper(instance)
+                and not self._rebinds_self(definition)
+                and not self._receives_graph(st, args)):
+            forget_objects(st, [instance, *args])
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
@@ -202,6 +216,44 @@ class UserCalls(Room):
         caller = self.stack.active[-1] if self.stack.active else None
         return instance.info.is_module and caller is not None and any(
             method.node is caller for method in instance.info.methods.values())
+
+    def read_property(self, st: State, site: cst.CSTNode, instance: Instance,
+                      getter: FunctionVal) -> Value:
+        """``state._all`` where ``_all`` is a ``@property`` of the instance's class: its
+        getter runs, on the instance as it is now."""
+        return self.run_method(st, site, instance, getter, [])[0]
+
+    def run_method(self, st: State, site: cst.CSTNode, instance: Instance,
+                   method: FunctionVal, args: list) -> tuple[Value, Instance]:
+        """A method Python calls for the code (a property's getter, ``__enter__``,
+        ``__exit__``), with ``args`` for its parameters after ``self``, in order: its
+        result and the instance as it left it."""
+        params = list(method.node.params.posonly_params) + list(method.node.params.params)
+        if not params:
+            return UNKNOWN, instance
+        owner = params[0].name.value
+        bindings = {owner: instance, **{param.name.value: value
+                                        for param, value in zip(params[1:], args)}}
+        result, end = self._run(st, method, bindings, method.grad_mode, site)
+        after = end.env.get(owner) if end is not None else None
+        if not isinstance(after, Instance) or after.obj != instance.obj:
+            after = instance
+        return (UNKNOWN if result is None else result), after
+
+    def _receives_graph(self, st: State, args: list) -> bool:
+        """Whether a call is handed a tensor that requires grad: what it returns may hold
+        that graph (a loss a helper computes from the model's output), whose saves a
+        later backward needs or frees."""
+        return any(isinstance(arg, TensorRef) and arg.obj in st.heap
+                   and st.heap[arg.obj].requires_grad is Tri.YES for arg in args)
+
+    def _rebinds_self(self, definition: cst.FunctionDef) -> bool:
+        """Whether a method rebinds attributes of its object (``self.h = ...``): a call
+        of it is followed, so that what it leaves there is known after it."""
+        key = id(definition)
+        if key not in self._rebinding:
+            self._rebinding[key] = bool(assigned_self_attrs(definition))
+        return self._rebinding[key]
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -220,10 +272,12 @@ class UserCalls(Room):
         if end is None:
             return instance
         attrs = self_attributes(init.node, end, info.unstable)
+        if info.is_module:  # nn.Module.__init__ puts it in training mode
+            attrs.setdefault("training", Const(True))
         container = self.file.containers.get(instance.obj)
         if container is not None:
             attrs[CONTAINER] = container
-        return Instance(info, instance.obj, tuple(sorted(attrs.items())))
+        return Instance(info, instance.obj).with_attributes(attrs)
 
     # ----------------------------------------------------------------- the run
     def run(self, st: State, function: FunctionVal, bindings: dict,
@@ -247,6 +301,7 @@ class UserCalls(Room):
         if definition in stack.active or len(stack.active) >= MAX_CALL_DEPTH \
                 or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
+            forget_objects(st, bindings.values())
             return None, None
         globals_ = self.globals_of(st, function)
         closure = self._closure(st, function)
@@ -270,8 +325,9 @@ class UserCalls(Room):
             return UNKNOWN, None  # it always raises
         apply_summary(st, summary)
         take_rebinds(st, function.scope, summary.rebinds, same_module)
-        return summary.result, State(dict(summary.env), st.heap, st.grad,
-                                     gradients=st.gradients)
+        end_env = dict(summary.env)
+        objects_back(st, bindings, end_env)
+        return summary.result, State(end_env, st.heap, st.grad, gradients=st.gradients)
 
     def _closure(self, st: State, function: FunctionVal) -> dict:
         """The enclosing function's variables a nested function sees when that function
@@ -409,6 +465,21 @@ def take_rebinds(st: State, scope: Optional[FunctionScope], rebinds: tuple,
     for path, value in rebinds:
         if shared[path.partition(".")[0]]:
             st.env[path] = value
+
+
+def objects_back(st: State, bindings: dict, end_env: dict) -> None:
+    """The instances of the file's classes a followed call received come back as it left
+    them (a method's ``self.h = ...``: object state across the methods a driver calls);
+    one whose parameter the callee rebound to something else may hold anything it
+    could rebind."""
+    for name, passed in bindings.items():
+        if not isinstance(passed, Instance):
+            continue
+        after = end_env.get(name)
+        if not isinstance(after, Instance) or after.obj != passed.obj:
+            forget_rebindable(st, passed)
+        elif after != passed:
+            rebind_instance(st, after)
 
 
 def rebinds_outer_names(function: FunctionVal) -> bool:

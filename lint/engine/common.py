@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Hashable, Iterator, Optional
 
 import libcst as cst
@@ -11,12 +12,16 @@ from gradguard.facts import TensorFacts, Tri
 from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 from gradguard.state import State
 from gradguard.values import (
+    CONTAINER,
+    UNKNOWN,
     ClassVal,
     Const,
     FunctionVal,
+    Instance,
     ModuleObj,
     Value,
 )
+from gradguard.walk import is_expression, walk
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -98,6 +103,32 @@ def _registered_names(call: cst.BaseExpression, owner: str) -> set:
     return set()
 
 
+def assigned_self_attrs(method: cst.FunctionDef) -> set:
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    params = list(method.params.params)
+    if not params:
+        return set()
+    owner = params[0].name.value
+    found = set()
+
+    def add(target) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
+
+    for node in walk(method.body, prune=is_expression):  # assignments are statements
+        if isinstance(node, cst.AssignTarget):
+            add(node.target)
+        elif isinstance(node, cst.AnnAssign):
+            add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
+    return found
+
+
 def _is_scope(node: cst.CSTNode) -> bool:
     return type(node) in _SCOPES
 
@@ -132,3 +163,122 @@ def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[Te
         if facts is None or facts.base is None or facts.untracked:
             return
         obj = facts.base
+
+
+def rebind_instance(st: State, instance: Instance) -> None:
+    """An object of a class of the file now holds ``instance``'s attributes (a method or
+    an assignment rebound one: ``self.h = h.unsqueeze(0)``): every name in ``st`` that
+    refers to it, and every instance or container of layers holding it (``self.state``,
+    ``layers[0]``), holds the new one, and the attribute paths under those names what it
+    holds now."""
+    for path, value in list(st.env.items()):
+        if not isinstance(value, (Instance, ModuleObj)):
+            continue
+        updated = _holding(value, instance)
+        if updated is value:
+            continue
+        st.env[path] = updated
+        if isinstance(value, Instance):
+            for name, attr in updated.attrs:
+                if name != CONTAINER and value.attribute(name) != attr:
+                    st.bind(f"{path}.{name}", attr)
+
+
+def _holding(value: Value, instance: Instance, depth: int = 0) -> Value:
+    """``value`` (an instance, or a container of layers) with ``instance`` in place of
+    the object it stands for, itself, in its attributes or among its layers, nested up
+    to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
+    if isinstance(value, Instance) and value.obj == instance.obj:
+        return instance if value.info is instance.info else value
+    if depth >= MAX_HOLDING_DEPTH:
+        return value
+    if isinstance(value, ModuleObj):
+        children = tuple(_holding(child, instance, depth + 1) for child in value.children)
+        changed = any(new is not old for new, old in zip(children, value.children))
+        return replace(value, children=children) if changed else value
+    if not isinstance(value, Instance):
+        return value
+    changed = {}
+    for name, attr in value.attrs:
+        if isinstance(attr, (Instance, ModuleObj)):
+            updated = _holding(attr, instance, depth + 1)
+            if updated is not attr:
+                changed[name] = updated
+    return value.with_attributes(changed) if changed else value
+
+
+MAX_HOLDING_DEPTH = 3  # instances inside instances looked into (trainer.state.loss)
+
+
+def forget_rebindable(st: State, instance: Instance) -> None:
+    """A call not followed received ``instance``: any attribute that a method of its
+    class rebinds may hold anything after it, and so may those of the instances it
+    holds (its methods may call theirs)."""
+    change_throughout(st, instance, _rebindable)
+
+
+def change_throughout(st: State, instance: Instance, changes) -> Instance:
+    """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` and on every
+    instance it holds (in its attributes, among the layers of its containers), as
+    ``model.eval()`` sets ``training`` on every submodule; every name in ``st`` for each
+    holds the new one. Returns the new ``instance``."""
+    rebuilt: list[Instance] = []
+    top = _rebuild(instance, changes, rebuilt)
+    for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
+        rebind_instance(st, each)
+    return top if isinstance(top, Instance) else instance
+
+
+def timeless(env: dict) -> dict:
+    """The module's final bindings as a function analysed on its own reads them: it may
+    run at any point of the module, so what the methods of an instance's class rebind
+    (``s.put(h)`` storing ``s.h``) is unknown there, in the instance and under its names."""
+    timeless_env = {path: _rebuild(value, _rebindable, [])
+                    if isinstance(value, (Instance, ModuleObj)) else value
+                    for path, value in env.items()}
+    forgotten = set()
+    for path in env:
+        owner, _, attr = path.rpartition(".")
+        holder = timeless_env.get(owner)
+        if isinstance(holder, Instance) and attr in holder.info.unstable:
+            forgotten.add(path)
+    for path in list(timeless_env):
+        if path in forgotten or path.rpartition(".")[0] in forgotten:
+            timeless_env[path] = UNKNOWN
+    return timeless_env
+
+
+def _rebindable(instance: Instance) -> dict:
+    return {name: UNKNOWN for name in instance.info.unstable}
+
+
+def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
+    if isinstance(value, ModuleObj):
+        if depth >= MAX_HOLDING_DEPTH:
+            return value
+        children = tuple(_rebuild(child, changes, rebuilt, depth + 1) for child in value.children)
+        changed = any(new is not old for new, old in zip(children, value.children))
+        return replace(value, children=children) if changed else value
+    if not isinstance(value, Instance):
+        return value
+    changed = {name: new for name, new in changes(value).items()
+               if value.attribute(name) != new}
+    if depth < MAX_HOLDING_DEPTH:
+        for name, attr in value.attributes().items():
+            if name not in changed and isinstance(attr, (Instance, ModuleObj)):
+                held = _rebuild(attr, changes, rebuilt, depth + 1)
+                if held is not attr:
+                    changed[name] = held
+    if not changed:
+        return value
+    result = value.with_attributes(changed)
+    rebuilt.append(result)
+    return result
+
+
+def forget_objects(st: State, values) -> None:
+    """A call not followed received ``values``: the instances among them may hold
+    anything their methods rebind."""
+    for value in values:
+        if isinstance(value, Instance):
+            forget_rebindable(st, value)

@@ -1,10 +1,10 @@
-"""Arithmetic and comparisons of integers the code spells out, computed as Python would,
-so that a flag derived from a constructor's argument is known where the code tests it
-(``self.pad = 1 if kernel_size % 2 == 0 else 0``, then ``x[..., :-self.pad] if self.pad
-> 0 else x``).
+"""Arithmetic of integers and comparisons of constants the code spells out, computed as
+Python would, so that a flag derived from a constructor's argument is known where the code
+tests it (``self.pad = 1 if kernel_size % 2 == 0 else 0``, then ``x[..., :-self.pad] if
+self.pad > 0 else x``; ``mode == "sum"``).
 
-Only integers are folded (floats and anything larger than ``LIMIT`` stay numbers of
-unknown value): the result is exact, and a loop that counts (``i = i + 1``) still settles,
+Only integers are folded by arithmetic (floats and anything larger than ``LIMIT`` stay
+numbers of unknown value): the result is exact, and a loop that counts (``i = i + 1``) still settles,
 since its passes join different constants into a number.
 """
 
@@ -24,7 +24,7 @@ ARITHMETIC: dict[type, Callable[[int, int], int]] = {
     cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod,
 }
 
-COMPARISONS: dict[type, Callable[[int, int], bool]] = {
+COMPARISONS: dict[type, Callable[[object, object], bool]] = {
     cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
     cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
     cst.GreaterThanEqual: operator.ge,
@@ -50,14 +50,27 @@ def folded_binary(op: cst.BaseBinaryOp, left: Value, right: Value) -> Optional[C
 
 
 def folded_comparison(node: cst.Comparison, operands: list) -> Optional[Const]:
-    """A comparison chain (``0 < k <= n``) of known integers; else None."""
-    values = [integer(value) for value in operands]
-    if None in values:
+    """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
+    "sum"``, ``0 < k <= n``), chained as Python chains it, as Python computes it: ``==``
+    and ``!=`` of any of None, bools, numbers and strings; ``<``, ``<=``, ``>``, ``>=`` of
+    numbers with numbers or strings with strings (else Python raises). Other operators
+    (``in``, ``is``) and other operands: None."""
+    if not all(isinstance(value, Const) and (value.value is None or isinstance(
+            value.value, (bool, int, float, str))) for value in operands):
         return None
-    for target, a, b in zip(node.comparisons, values, values[1:]):
-        function = COMPARISONS.get(type(target.operator))
-        if function is None:
+    values = [value.value for value in operands]
+    for left, right, target in zip(values, values[1:], node.comparisons):
+        compare = COMPARISONS.get(type(target.operator))
+        ordered = not isinstance(target.operator, (cst.Equal, cst.NotEqual))
+        if compare is None or ordered and not _orderable(left, right):
             return None
-        if not function(a, b):
+        if not compare(left, right):
             return Const(False)
     return Const(True)
+
+
+def _orderable(left: object, right: object) -> bool:
+    """Whether Python orders ``left`` and ``right`` (numbers, bools among them, with
+    numbers; strings with strings)."""
+    numbers = all(isinstance(v, (int, float)) for v in (left, right))
+    return numbers or all(isinstance(v, str) for v in (left, right))

@@ -200,7 +200,8 @@ class FileFacts:
         self.project = project  # where its imports resolve (None: a text not on disk)
         # object -> how the code names it (statements, modules: at a binding; messages)
         self.labels: dict[Hashable, str] = {}
-        # instance object -> the container its super().__init__(*layers) built (modules)
+        # instance object -> the container its super().__init__(*layers) built (modules),
+        # or the optimizer an optimizer subclass's super().__init__(params, ...) built
         self.containers: dict[Hashable, object] = {}
         self.imported: list[ModuleScope] = []  # the project modules it imports (imports)
         self.homes: dict[int, ModuleScope] = {}  # node -> the imported module it is in

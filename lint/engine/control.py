@@ -245,17 +245,26 @@ class ControlFlow(Room):
         return after
 
     def with_(self, node: cst.With, st: State) -> Optional[State]:
+        """A ``with`` block: grad-mode contexts set the mode inside it; a context manager
+        of the file's classes runs its ``__enter__`` before the body and its ``__exit__``
+        after it (what it writes or restores there, in that order)."""
         outer_grad = st.grad
         inner_grad = None
         outer_allow = st.allow_mutation
+        managers = []
         for item in node.items:
             value = self.expressions.evaluate(item.item, st)
+            entered: Value = UNKNOWN
             if isinstance(value, GradMode):
                 inner_grad = value.mode
             elif isinstance(value, AllowMutation):
                 st.allow_mutation = True
+            elif _manager(value, "__enter__"):
+                entered, value = self.calls.run_method(st, item, value,
+                                                       value.info.methods["__enter__"], [])
+                managers.append((item, value))
             if item.asname is not None:
-                self.statements.bind_target(item.asname.name, UNKNOWN, st, node)
+                self.statements.bind_target(item.asname.name, entered, st, node)
         if inner_grad is not None:
             st.grad = inner_grad
         end = self.engine.suite(node.body, st)
@@ -263,6 +272,10 @@ class ControlFlow(Room):
             end.grad = outer_grad  # leaving the block restores grad mode
         if end is not None:
             end.allow_mutation = outer_allow
+        for item, manager in reversed(managers):
+            if end is not None and _manager(manager, "__exit__"):
+                self.calls.run_method(end, item, manager, manager.info.methods["__exit__"],
+                                      [Const(None)] * 3)
         return end
 
     def try_(self, node, st: State) -> Optional[State]:
@@ -416,6 +429,11 @@ def _comprehension_state(st: State) -> State:
                          if path.partition(".")[0] in scope.bound)
         inner.scope = scope.function
     return inner
+
+
+def _manager(value: Value, method: str) -> bool:
+    """Whether ``value`` is an instance of the file's classes that defines ``method``."""
+    return isinstance(value, Instance) and method in value.info.methods
 
 
 def _known_layers(iterable: Value) -> Optional[tuple]:

@@ -12,7 +12,7 @@ from gradguard.engine.common import (
     NEUTRAL_DECORATORS,
     _all_params,
     _is_scope,
-    _registered_names,
+    assigned_self_attrs,
     dotted,
 )
 from gradguard.engine.functions import FUNCTION_BASES
@@ -31,7 +31,7 @@ from gradguard.values import (
     Ref,
     TensorRef,
 )
-from gradguard.walk import is_expression, walk
+from gradguard.walk import walk
 
 
 class Definitions(Room):
@@ -168,7 +168,9 @@ class Definitions(Room):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
         info = ClassInfo(node.name.value, is_module, layer=layer, autograd_function=any(
-            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases))
+            isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases),
+            optimizer=any(isinstance(value, Ref) and value.qualname in OPTIMIZER_BASES
+                          for value in bases))
         for parent in inherited:
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)
@@ -177,6 +179,7 @@ class Definitions(Room):
             info.container = info.container or parent.container
             info.unstable |= parent.unstable
             info.autograd_function = info.autograd_function or parent.autograd_function
+            info.optimizer = info.optimizer or parent.optimizer
         self_value = Instance(info, ("self", id(node)))
         for parameter in layer_parameters:
             obj = (self_value.obj, parameter)
@@ -186,7 +189,7 @@ class Definitions(Room):
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
             if isinstance(node.body, cst.IndentedBlock) else []
         unstable = {attr for method in methods if method.name.value != "__init__"
-                    for attr in _assigned_self_attrs(method)}
+                    for attr in assigned_self_attrs(method)}
         info.unstable |= unstable
         for method in methods:
             if method.name.value == "forward":
@@ -242,34 +245,11 @@ class Definitions(Room):
 
 
 
+OPTIMIZER_BASES = ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")
+
+
 def _is_static(node: cst.FunctionDef) -> bool:
     return any(dotted(d.decorator) == "staticmethod" for d in node.decorators)
-
-
-def _assigned_self_attrs(method: cst.FunctionDef) -> set:
-    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
-    params = list(method.params.params)
-    if not params:
-        return set()
-    owner = params[0].name.value
-    found = set()
-
-    def add(target) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == owner:
-            found.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for node in walk(method.body, prune=is_expression):  # assignments are statements
-        if isinstance(node, cst.AssignTarget):
-            add(node.target)
-        elif isinstance(node, cst.AnnAssign):
-            add(node.target)
-        elif isinstance(node, cst.Expr):
-            found |= _registered_names(node.value, owner)
-    return found
 
 
 def _returned_tuple_length(function: cst.FunctionDef) -> int:

@@ -11,7 +11,9 @@ from gradguard.engine.common import (
     MAX_UNROLLED_LAYERS,
     _all_params,
     _literal,
+    change_throughout,
     dotted,
+    forget_objects,
     source_text,
     tri_of,
     truth_of,
@@ -167,8 +169,15 @@ class Expressions(Room):
             return self.imports.resolve_import(st, value) if isinstance(value, Imported) else value
         if isinstance(base, ModuleObj):
             return self.modules.module_attribute(st, base, attr, path)
+        if isinstance(base, Optimizer):
+            return Seq(base.groups) if attr == "param_groups" and base.groups else UNKNOWN
         if isinstance(base, Instance):
+            getter = base.info.methods.get(attr)
+            if getter is not None and _is_property(getter.node):
+                return self.calls.read_property(st, node, base, getter)
             value = base.attributes().get(attr, UNKNOWN)
+            if value is UNKNOWN and isinstance(base.container, Optimizer):
+                value = self.attribute_of(st, base.container, attr, node, None)  # param_groups
             st.heap.merge(base.info.heap)
             if path is not None and value is not UNKNOWN:
                 st.env[path] = value
@@ -207,7 +216,7 @@ class Expressions(Room):
             return self.tensors.new_tensor(st, id(node), TensorFacts(  # a bool tensor
                 requires_grad=Tri.NO, is_leaf=Tri.YES, producer="compare",
                 why_no_grad=Origin(node, f"a comparison, which {NOT_DIFFERENTIABLE}")))
-        return _compare_constants(node, operands)
+        return UNKNOWN
 
     def _none_test(self, node: cst.Comparison, operands: list, st: State) -> Optional[Value]:
         """``x is None`` / ``x is not None``: an identity test, never a tensor. Its outcome
@@ -370,13 +379,17 @@ class Expressions(Room):
             return base.items[index.value]
         if isinstance(base, ModuleObj) and (isinstance(index, Const) or index is NUMBER):
             return _layer_at(base, index.value if isinstance(index, Const) else ANY_POSITION)
+        if isinstance(base, ParamGroup) and index is not None:
+            return base.item(index)
+        if isinstance(base, KeyedItems) and isinstance(index, Const):
+            return dict(base.items).get(index.value, UNKNOWN)
         return UNKNOWN
 
     def _call(self, node: cst.Call, st: State) -> Value:
         func = node.func
         if _is_super_init(func) and self.stack.constructing:
             args = [self.evaluate(arg.value, st) for arg in node.args]
-            self.modules.super_init(node, self.stack.constructing[-1], args)
+            self._super_init(node, self.stack.constructing[-1], args)
             return Const(None)
         if _is_super_call(func):
             result = self._super_call(node, func.attr.value, st)
@@ -428,6 +441,19 @@ class Expressions(Room):
         args = [self.evaluate(arg.value, st) for arg in node.args]
         result = self.calls.call_method(st, node, owner, method, args)
         return UNKNOWN if result is None else result
+
+
+    def _super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
+        """``super().__init__(...)`` in a constructor: a container subclass gets its
+        layers (``modules``), an optimizer subclass the optimizer its parameters make
+        (``super().__init__(params, defaults)``: its ``param_groups``, what it steps)."""
+        if not instance.info.optimizer:
+            self.modules.super_init(node, instance, args)
+            return
+        params = self.argument(node, args, "params", 0)
+        optimizer = self.torch.optimizer(params) if params is not None else UNKNOWN
+        if isinstance(optimizer, Optimizer):
+            self.file.containers[instance.obj] = optimizer
 
     def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
@@ -484,7 +510,8 @@ class Expressions(Room):
     def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
         """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
         may freeze the modules it receives or replace their layers: whether their
-        parameters require grad is unknown afterwards. Calls known only to read
+        parameters require grad is unknown afterwards, and so is any attribute of an
+        instance it receives that a method of its class rebinds. Calls known only to read
         (``print(model)``, ``logger.info(model)``) leave them as they are."""
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
             else node.func.value if isinstance(node.func, cst.Name) else ""
@@ -494,6 +521,7 @@ class Expressions(Room):
             if isinstance(value, (ModuleObj, Instance)):
                 self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
                                                           Tri.MAYBE)
+        forget_objects(st, args)  # it may call their methods
 
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
         if any(arg.star or arg.keyword for arg in node.args):
@@ -610,6 +638,8 @@ class Expressions(Room):
             # a class's own ``parameters()`` is its method, followed below (micrograd's
             # MLP yields objects of its own, not tensors)
             return ParamsOf(owner, named=name == "named_parameters")
+        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
+            return self._set_training(st, node, owner, name, args)
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
         if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
@@ -641,6 +671,16 @@ class Expressions(Room):
             return self.modules.register_hook(owner, node, name, args)
         value = self.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
+                      args: list) -> Instance:
+        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
+        on every module it holds, as torch sets it; a mode not known is unknown."""
+        mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
+        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
+            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
+        return change_throughout(st, module, lambda each: {"training": mode}
+                                 if each.info.is_module else {})
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None,
@@ -692,38 +732,10 @@ class Expressions(Room):
         return None
 
 
-_COMPARE = {
-    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
-    cst.LessThan: lambda a, b: a < b, cst.LessThanEqual: lambda a, b: a <= b,
-    cst.GreaterThan: lambda a, b: a > b, cst.GreaterThanEqual: lambda a, b: a >= b,
-}
-
-
-def _compare_constants(node: cst.Comparison, operands: list) -> Value:
-    """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
-    "sum"``), chained as Python chains it, as Python computes it: ``==`` and ``!=`` of
-    any of None, bools, numbers and strings; ``<``, ``<=``, ``>``, ``>=`` of numbers with
-    numbers or strings with strings (else Python raises: unknown). Other operators
-    (``in``, ``is``) are unknown."""
-    if not all(isinstance(value, Const) and (value.value is None or isinstance(
-            value.value, (bool, int, float, str))) for value in operands):
-        return UNKNOWN
-    values = [value.value for value in operands]
-    for left, right, target in zip(values, values[1:], node.comparisons):
-        compare = _COMPARE.get(type(target.operator))
-        ordered = not isinstance(target.operator, (cst.Equal, cst.NotEqual))
-        if compare is None or ordered and not _orderable(left, right):
-            return UNKNOWN
-        if not compare(left, right):
-            return Const(False)
-    return Const(True)
-
-
-def _orderable(left: object, right: object) -> bool:
-    """Whether Python orders ``left`` and ``right`` (numbers, bools among them, with
-    numbers; strings with strings)."""
-    numbers = all(isinstance(v, (int, float)) for v in (left, right))
-    return numbers or all(isinstance(v, str) for v in (left, right))
+def _is_property(definition: cst.FunctionDef) -> bool:
+    """A getter that runs on each read (``@property``; a ``cached_property`` keeps its
+    first value)."""
+    return any(dotted(decorator.decorator) == "property" for decorator in definition.decorators)
 
 
 def _whole_slice(lower: Optional[Value], upper: Optional[Value], step: Optional[Value]) -> bool:
@@ -774,9 +786,10 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
     """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
     the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
     derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
-    torch's layer classes (``TorchAPI.nn_module_classes``)."""
+    torch's layer classes (``TorchAPI.nn_module_classes``). Values that are plainly a
+    tensor or a Python sequence are told apart too (``_value_isinstance``)."""
     if not isinstance(value, ModuleObj):
-        return UNKNOWN
+        return _value_isinstance(value, classes)
     verdicts = []
     for cls in classes.items if isinstance(classes, Seq) else (classes,):
         if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
@@ -788,6 +801,31 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def _value_isinstance(value: Value, classes: Value) -> Value:
+    """``isinstance(data, torch.Tensor)``, ``isinstance(x, (tuple, list))`` where ``data``
+    is known to be a tensor or a list or tuple (a list or tuple only when both are
+    named: the engine does not tell them apart); else unknown."""
+    names = {cls.qualname for cls in (classes.items if isinstance(classes, Seq) else (classes,))
+             if isinstance(cls, Ref)}
+    if isinstance(value, TensorRef):
+        kind = "tensor"
+    elif isinstance(value, Seq) and not isinstance(value, LayerItems):
+        kind = "sequence"
+    else:
+        return UNKNOWN
+    if kind == "tensor" and names & TENSOR_CLASSES or \
+            kind == "sequence" and SEQUENCE_CLASSES <= names:
+        return Const(True)
+    known = TENSOR_CLASSES | SEQUENCE_CLASSES
+    if isinstance(classes, Seq) and len(names) < len(classes.items) or not names <= known:
+        return UNKNOWN  # a class the engine does not know, which the value may be
+    return Const(False)
+
+
+TENSOR_CLASSES = frozenset({"torch.Tensor"})
+SEQUENCE_CLASSES = frozenset({"builtins.tuple", "builtins.list"})
 
 
 def _is_super_init(func: cst.BaseExpression) -> bool:

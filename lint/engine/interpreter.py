@@ -25,6 +25,7 @@ import libcst as cst
 from gradguard.citations import cite
 from gradguard.conditions import Assumption
 from gradguard.engine.calls import UserCalls
+from gradguard.engine.common import timeless
 from gradguard.engine.contexts import Budget, CallStack, FileFacts
 from gradguard.engine.control import ControlFlow
 from gradguard.engine.definitions import Definitions
@@ -268,7 +269,7 @@ class Interpreter:
         self.start_scope(module, None)
         # a module starts with no gradients: its optimizers step nothing before a backward
         st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
-        globals_ = st.env if st is not None else {}
+        globals_ = timeless(st.env) if st is not None else {}
         file.module_completed = st is not None
         file.module_heap = st.heap.flat() if st is not None else {}
         file.scope.env, file.scope.heap = globals_, file.module_heap

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import dotted, source_text, tri_of
+from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape
@@ -20,6 +20,7 @@ from gradguard.values import (
     NUMBER,
     UNKNOWN,
     Const,
+    Instance,
     IterableOf,
     KeyedItems,
     ModuleObj,
@@ -170,7 +171,13 @@ class Statements(Room):
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place
             self._rebind_layer(target.value, set_child(owner, attr, value), st)
-        st.bind(path, value)
+        if isinstance(owner, Instance):  # the object holds it, whatever name reaches it
+            updated = owner.with_attributes({attr: value})
+            value = updated.attribute(attr)
+            st.bind(path, value)
+            rebind_instance(st, updated)
+        else:
+            st.bind(path, value)
         if isinstance(value, TensorRef):
             self.file.labels.setdefault(value.obj, path)
 

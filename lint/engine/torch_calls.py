@@ -14,6 +14,7 @@ from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
     AllowMutation,
+    Const,
     Distribution,
     FunctionVal,
     GradMode,
@@ -52,8 +53,9 @@ class TorchCalls(Room):
             requires_grad=requires_grad, is_leaf=Tri.YES,
             grad_origin=Origin(node, f"{how} with `requires_grad=True`")
             if requires_grad is Tri.YES else None,
-            why_no_grad=Origin(node, f"created by {how} without `requires_grad=True`")
-            if requires_grad is Tri.NO else None,
+            why_no_grad=None if requires_grad is not Tri.NO
+            else Origin(node, f"a copy by {how} of tensors that require grad, with no graph")
+            if copied else Origin(node, f"created by {how} without `requires_grad=True`"),
             rewrapped=rewrapped, contiguous=contiguous,
             dropped_terms=frozenset({(node, "copy")}) if copied else frozenset()))
 
@@ -99,11 +101,7 @@ class TorchCalls(Room):
             return AllowMutation()
         if namespace.startswith("torch.optim") and name[:1].isupper() \
                 and "lr_scheduler" not in namespace and args:
-            owners = frozenset()
-            for value in _parameter_sources(args[0]):
-                owner = self.saved.note_owner(value)
-                owners |= {owner} if owner is not None else self.saved.owners_of(value)
-            return Optimizer(owners) if owners else UNKNOWN
+            return self.optimizer(args[0])
         if namespace.startswith("torch.distributions") and name[:1].isupper():
             return Distribution(name, tuple(args))
         if namespace in ("torch.linalg", "torch.special", "torch.fft"):
@@ -115,6 +113,29 @@ class TorchCalls(Room):
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN
+
+    def _as_tensor(self, st: State, node: cst.Call, args: list, arg0: Value) -> Value:
+        """``torch.as_tensor(data)``: a tensor given with no ``dtype``/``device`` to
+        convert to is returned itself; a list or tuple is copied into a new tensor, as
+        ``torch.tensor`` does (its items' graphs are not: GG310)."""
+        if isinstance(arg0, TensorRef):
+            converts = any(self.expressions.argument(node, args, name, position)
+                           not in (None, Const(None))
+                           for name, position in (("dtype", 1), ("device", 2)))
+            return UNKNOWN if converts else arg0
+        if isinstance(arg0, Seq):
+            return self.factory(st, node, args, "`torch.as_tensor`", copies_data=True)
+        return UNKNOWN
+
+    def optimizer(self, params: Value) -> Value:
+        """An optimizer built on ``params`` (its first argument: ``model.parameters()``,
+        a list of tensors, param groups), by a ``torch.optim`` class or by a subclass's
+        ``super().__init__(params, defaults)``; unknown when no parameter is known."""
+        owners = frozenset()
+        for value in _parameter_sources(params):
+            owner = self.saved.note_owner(value)
+            owners |= {owner} if owner is not None else self.saved.owners_of(value)
+        return Optimizer(owners, _param_groups(params)) if owners else UNKNOWN
 
     def distribution_method(self, st: State, node: cst.Call, distribution: Distribution,
                             name: str, args: list) -> Value:
@@ -145,6 +166,8 @@ class TorchCalls(Room):
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
                 return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
+        if name == "as_tensor":
+            return self._as_tensor(st, node, args, arg0)
         if name in self.knowledge.factories or name == "Variable":
             # a *_like factory keeps its input's layout, empty_strided makes the one it is
             # given, Variable(t, requires_grad=...) wraps t
@@ -285,6 +308,15 @@ REPARAMETRIZATIONS = {
     "torch.nn.utils.parametrizations.orthogonal": (),
     "torch.nn.utils.parametrize.register_parametrization": (),
 }
+
+
+def _param_groups(params: Value) -> tuple:
+    """The param groups torch makes of an optimizer's first argument: the groups given
+    (``[{"params": ...}, ...]``), else one group of all the parameters given."""
+    if isinstance(params, Seq) and params.items \
+            and all(isinstance(item, ParamGroup) for item in params.items):
+        return params.items
+    return (ParamGroup(params),)
 
 
 def _parameter_sources(value: Value) -> list:
