@@ -14,7 +14,7 @@ import pytest
 from gradguard import check_source
 from gradguard.engine.constants import folded_binary, folded_comparison
 from gradguard.engine.shapes import Shape, splits_dimensions
-from gradguard.values import Const
+from gradguard.values import NUMBER, Const
 
 
 def findings(code: str) -> set[tuple[int, str]]:
@@ -54,7 +54,12 @@ def test_integers_fold_as_python_computes_them():
     chain = cst.parse_expression("0 < k <= n")
     assert folded_comparison(chain, [Const(0), Const(3), Const(3)]) == Const(True)
     assert folded_comparison(chain, [Const(0), Const(4), Const(3)]) == Const(False)
-    assert folded_comparison(chain, [Const(0), Const(True), Const(3)]) is None
+    assert folded_comparison(chain, [Const(0), Const(True), Const(3)]) == Const(True)  # as Python
+    assert folded_comparison(chain, [Const(0), Const("a"), Const(3)]) is None  # Python raises
+    assert folded_comparison(chain, [Const(0), NUMBER, Const(3)]) is None
+    mode = cst.parse_expression("mode == 'sum'")
+    assert folded_comparison(mode, [Const("sum"), Const("sum")]) == Const(True)
+    assert folded_comparison(mode, [Const(None), Const("sum")]) == Const(False)
 
 
 FLAG_FROM_ARGUMENT = """

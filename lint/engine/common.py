@@ -19,6 +19,7 @@ from gradguard.values import (
     FunctionVal,
     Instance,
     ModuleObj,
+    Seq,
     Value,
 )
 from gradguard.walk import is_expression, walk
@@ -217,11 +218,11 @@ def forget_rebindable(st: State, instance: Instance) -> None:
     change_throughout(st, instance, _rebindable)
 
 
-def change_throughout(st: State, instance: Instance, changes) -> Instance:
-    """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` and on every
-    instance it holds (in its attributes, among the layers of its containers), as
-    ``model.eval()`` sets ``training`` on every submodule; every name in ``st`` for each
-    holds the new one. Returns the new ``instance``."""
+def change_throughout(st: State, instance: Value, changes) -> Value:
+    """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` (an instance, or
+    a container of layers) and on every instance it holds (in its attributes, among the
+    layers of its containers), as ``model.eval()`` sets ``training`` on every submodule;
+    every name in ``st`` for each holds the new one. Returns the new ``instance``."""
     rebuilt: list[Instance] = []
     top = _rebuild(instance, changes, rebuilt)
     for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
@@ -277,8 +278,12 @@ def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
 
 
 def forget_objects(st: State, values) -> None:
-    """A call not followed received ``values``: the instances among them may hold
-    anything their methods rebind."""
+    """A call not followed received ``values``: the instances among them, those the
+    containers of layers among them hold (``reset(self.net)`` calling each neuron's
+    ``reset_hidden()``) and those in the lists among them may hold anything their methods
+    rebind."""
     for value in values:
-        if isinstance(value, Instance):
-            forget_rebindable(st, value)
+        if isinstance(value, (Instance, ModuleObj)):
+            change_throughout(st, value, _rebindable)
+        elif isinstance(value, Seq):
+            forget_objects(st, value.items)
