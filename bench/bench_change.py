@@ -4,12 +4,13 @@
     python bench/bench_change.py --base HEAD~3 --skip-torch --sizes 1200 --depths 6 9
 
 Two measures, each for the base commit's build and this tree's (``tools/compare_real.py``
-builds both), alternating build by build so that both see the same machine:
+builds both), the builds taking turns so that both see the same machine:
 
 - **The installed torch tree, cold**: every ``.py`` file checked with ``check_source`` in
-  one fresh process per build (no cache, files in sorted order), timed file by file: the
-  total and the slowest files. With ``--cli-runs N`` also ``gradguard check --no-cache``
-  over the tree, N times per build (its processes, as a user runs it): the median wall time.
+  one fresh process per build (no cache, files in sorted order, the two processes taking
+  turns file by file), timed file by file: the total and the slowest files. With
+  ``--cli-runs N`` also ``gradguard check --no-cache`` over the tree, N times per build
+  (its processes, as a user runs it): the median wall time.
 - **Deeply nested generated programs**: ``bench_generated``'s programs (this tree's
   generator, so both builds check the same text) at ``--sizes`` and ``--depths``, each
   checked in a fresh process per build, ``--repeat`` times: the fastest time per program.
@@ -21,7 +22,6 @@ tree takes more than ``--limit`` seconds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -37,27 +37,54 @@ sys.path.insert(0, str(HERE))
 import compare_real  # noqa: E402
 from bench_generated import ProgramGenerator  # noqa: E402
 
-# Times each file named on stdin (one path a line) with check_source, after a warm-up;
-# prints {path: seconds} as JSON. Run with the build first on sys.path.
-TIMER = """
-import json, sys, time
+# A worker: times check_source on each path it reads from stdin (one a line), after a
+# warm-up, and answers each with its seconds. Run with the build first on sys.path.
+WORKER = """
+import sys, time
 from gradguard.checker import check_source
 check_source(b"import torch\\nx = torch.ones(1, requires_grad=True)\\nx.add_(1)\\n", "warm.py")
-times = {}
-for path in sys.stdin.read().splitlines():
+print("ready", flush=True)
+for line in sys.stdin:
+    path = line.rstrip("\\n")
     data = open(path, "rb").read()
     start = time.perf_counter()
     check_source(data, path)
-    times[path] = time.perf_counter() - start
-print(json.dumps(times))
+    print(time.perf_counter() - start, flush=True)
 """
 
 
-def time_files(build: Path, files: list[Path]) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(build), GRADGUARD_NO_CACHE="1")
-    run = subprocess.run([sys.executable, "-c", TIMER], input="\n".join(map(str, files)),
-                         env=env, capture_output=True, text=True, check=True)
-    return json.loads(run.stdout)
+class Worker:
+    """A process of one build that times the files it is handed, one at a time."""
+
+    def __init__(self, build: Path):
+        env = dict(os.environ, PYTHONPATH=str(build), GRADGUARD_NO_CACHE="1")
+        self.process = subprocess.Popen([sys.executable, "-c", WORKER], env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdout.readline().strip() == "ready"
+
+    def time(self, path: Path) -> float:
+        self.process.stdin.write(f"{path}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def time_files(builds: dict[str, Path], files: list[Path]) -> dict[str, dict[str, float]]:
+    """Each file timed by each build's worker, the builds alternating file by file (so a
+    change in the machine's load falls on both alike)."""
+    workers = {label: Worker(build) for label, build in builds.items()}
+    times: dict[str, dict[str, float]] = {label: {} for label in builds}
+    try:
+        for path in files:
+            for label, worker in workers.items():
+                times[label][str(path)] = worker.time(path)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return times
 
 
 def cli_wall(build: Path, tree: Path) -> float:
@@ -72,7 +99,7 @@ def torch_tree(builds: dict[str, Path], cli_runs: int, top: int) -> None:
     tree = compare_real._installed_torch()
     files = sorted(tree.rglob("*.py"))
     print(f"\n## the installed torch tree: {len(files)} files ({tree})")
-    per_file = {label: time_files(build, files) for label, build in builds.items()}
+    per_file = time_files(builds, files)
     base, mine = (per_file[label] for label in builds)
     totals = [sum(times.values()) for times in (base, mine)]
     print("| | base | tree | tree / base |\n|:--|--:|--:|--:|")
@@ -102,9 +129,9 @@ def nested(builds: dict[str, Path], sizes, depths, seeds, repeat: int, limit: fl
                 files.append(path)
     best: dict[str, dict[str, float]] = {label: {} for label in builds}
     for _ in range(repeat):
-        for label, build in builds.items():
-            for path in files:  # a fresh process a program: no program warms the next
-                [(name, seconds)] = time_files(build, [path]).items()
+        for path in files:  # fresh processes for each program: none warms the next
+            for label, times in time_files(builds, [path]).items():
+                [(name, seconds)] = times.items()
                 best[label][name] = min(seconds, best[label].get(name, seconds))
     print(f"\n## nested generated programs ({len(files)}; fastest of {repeat}), seconds")
     print("| program | lines | base | tree | tree / base |\n|:--|--:|--:|--:|--:|")
