@@ -44,6 +44,7 @@ from oracle import (  # noqa: E402
     fix_of,
     fixture_files,
     installed,
+    program_argv,
     state_diff,
 )
 
@@ -57,6 +58,14 @@ NOT_MONITORED = {
              "cut a gradient a loss needed takes a second, counterfactual run (as GG307)",
 }
 
+# Bugs whose hazard the monitor knowingly does not see, each with the reason. Strict: the
+# day it sees one, the test fails until the entry is removed.
+MONITOR_MISSES = {
+    "GG304/bug_rewrap_thresholded_mask_in_dice_loss.py":
+        "the loss is computed from the re-wrapped leaf, not the leaf itself: telling a mask "
+        "cut by a comparison from an input made to require grad on purpose (style transfer, "
+        "adversarial examples) takes the graph that made it, which a monitor does not keep",
+}
 FIXTURES = [p for p in fixture_files() if p.parent.name.startswith(("GG1", "GG2", "GG3"))]
 
 
@@ -76,7 +85,7 @@ def _run(program: Program) -> tuple[dict[tuple[str, int, str], str], BaseExcepti
     with installed(program) as (main, names), _torch_state_restored(), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(out), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        events, error = run_path(main, [main])
+        events, error = run_path(main, [main, *program_argv(Path(main).read_text())])
     torch.set_grad_enabled(True)
     return {(names[e.file], e.line, e.code): e.message for e in events if e.file in names}, error
 
@@ -98,7 +107,13 @@ def test_every_annotated_code_is_monitored_or_listed() -> None:
     assert not MONITORED_CODES & NOT_MONITORED.keys()
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=_rel)
+def _known_miss(path: Path) -> list:
+    reason = MONITOR_MISSES.get(_rel(path))
+    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_known_miss(p), id=_rel(p))
+                                  for p in FIXTURES])
 def test_monitor_reports_the_annotations(path: Path) -> None:
     program = Program.load(path)
     annotations = program.annotations()
