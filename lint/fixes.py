@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from gradguard.files import split_lines
 from gradguard.findings import DIAGNOSTICS, SAFE, UNSAFE, Edit, Fix
 from gradguard.positions import Positions
+from gradguard.walk import parents
 
 
 class Source:
@@ -39,8 +39,7 @@ class Source:
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         if self._parents is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._parents = dict(wrapper.resolve(ParentNodeProvider))
+            self._parents = parents(self.module)
         return self._parents.get(node)
 
     def span(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
