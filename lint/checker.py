@@ -13,7 +13,7 @@ import gc
 import sys
 import threading
 import traceback
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
@@ -21,7 +21,8 @@ import libcst as cst
 from gradguard.engine import analyze
 from gradguard import memory
 from gradguard.citations import render
-from gradguard.conditions import ASSUMPTION_FLOOR, ASSUMPTION_SHARE, MAX_FLAGS, Assumption
+from gradguard.conditions import (ASSUMPTION_FLOOR, ASSUMPTION_SHARE, MAX_FLAGS, Assumption,
+                                  turns_inplace_on, worth_assuming)
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import Project, on_disk
@@ -225,7 +226,7 @@ def _check(source, path, rules, debug, options, session: Session,
         interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
         if conditional and trace is None:
-            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent)
+            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent, module)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text),
@@ -236,7 +237,8 @@ def _check(source, path, rules, debug, options, session: Session,
     ]
 
 
-def _conditional(run, raw: list, plain_run: "FileFacts", spent: int) -> list:
+def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
+                 module: cst.Module) -> list:
     """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
     again with each of its first flag tests assumed true, then false. A report neither
     the plain run nor the other outcome made carries its condition; one both outcomes
@@ -247,7 +249,10 @@ def _conditional(run, raw: list, plain_run: "FileFacts", spent: int) -> list:
     least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
-    for test, scopes in list(plain_run.flag_tests.items())[:MAX_FLAGS]:
+    writes = cache(lambda: plain_run.writes_seen or turns_inplace_on(module))
+    worth = [(test, scopes) for test, scopes in plain_run.flag_tests.items()
+             if worth_assuming(test, plain_run.hazard_flags, writes)]
+    for test, scopes in worth[:MAX_FLAGS]:
         outcomes = {}
         for truth in (True, False):
             reports = []

@@ -14,11 +14,12 @@ expression that holds on the path (``not freeze``, ``self.num_convs > 1``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
 from gradguard.relevance import may_matter, syntax_events
+from gradguard.walk import walk
 
 MAX_FLAGS = 1  # flags assumed per file (each costs two more analyses of the file)
 # what each of those analyses may spend, of the statements the plain one ran
@@ -94,6 +95,44 @@ def may_matter_in(node: cst.CSTNode) -> bool:
     """Whether a branch (an ``if`` with its arms, a conditional expression) may do
     something a rule can see: build a layer, write in place, set a flag, ..."""
     return may_matter(syntax_events(node))
+
+
+def spells_hazard(node: cst.CSTNode) -> bool:
+    """Whether a branch spells what a hazard is made of: a write in place (``+=``, ``x[i]
+    =``, a method ending in ``_``), a ``.data``, ``.requires_grad`` or ``.grad`` set, an
+    ``inplace=`` or ``requires_grad=`` keyword, a backward or an optimizer's step. A flag
+    whose branch only builds a layer or calls a method is assumed only in a file where
+    the plain run saw a write in place (``worth_assuming``)."""
+    for kind, name in syntax_events(node):
+        if kind in ("augmented", "item_store") or kind == "keyword" and name in HAZARD_KEYWORDS:
+            return True
+        if kind == "attribute_store" and name in HAZARD_ATTRIBUTES:
+            return True
+        if kind == "call" and (name.endswith("_") and not name.startswith("_")
+                               or name in HAZARD_CALLS):
+            return True
+    return False
+
+
+def worth_assuming(test: str, hazard_flags: set, writes_in_place: Callable[[], bool]) -> bool:
+    """Whether the checker assumes a flag test's outcomes (two more analyses of the file):
+    its branch spells a hazard (``spells_hazard``), or the file writes tensors in place
+    somewhere (``writes_in_place``, asked only then), which a layer the branch builds may
+    make a hazard (an activation before an in-place dropout). Assuming every test whose
+    branch builds layers cost a third more time on torch's own files."""
+    return test in hazard_flags or writes_in_place()
+
+
+def turns_inplace_on(module: cst.Module) -> bool:
+    """Whether the file spells ``inplace=True`` somewhere (a layer that writes its input)."""
+    return any(type(node) is cst.Arg and node.keyword is not None
+               and node.keyword.value == "inplace" and type(node.value) is cst.Name
+               and node.value.value == "True" for node in walk(module))
+
+
+HAZARD_KEYWORDS = frozenset({"inplace", "requires_grad"})
+HAZARD_ATTRIBUTES = frozenset({"data", "requires_grad", "grad"})
+HAZARD_CALLS = frozenset({"backward", "step", "grad"})
 
 
 def negated(test: str) -> str:

@@ -164,3 +164,62 @@ def test_a_private_helpers_constant_arguments_flow_into_its_body():
     assert findings(source.format(mode='"sgd"')) == []
     # called with 1 only, the branch never runs (1 is not True: constants keep their type)
     assert findings(source.format(mode="1")) == []
+
+
+def _branch(code: str) -> cst.If:
+    return cst.parse_module(textwrap.dedent(code)).body[0]
+
+
+def test_a_branch_spells_a_hazard_only_with_hazard_syntax():
+    from gradguard.conditions import spells_hazard
+    assert spells_hazard(_branch("if freeze:\n    p.requires_grad = False\n"))
+    assert spells_hazard(_branch("if warm_up:\n    loss.backward()\n"))
+    assert spells_hazard(_branch("if scale:\n    x.mul_(2)\n"))
+    assert spells_hazard(_branch("if fast:\n    act = nn.ReLU(inplace=True)\n"))
+    assert not spells_hazard(_branch("if bias:\n    self.b = nn.Linear(3, 3)\n"))
+    assert not spells_hazard(_branch("if x is None:\n    y = helper(x)\nelse:\n    y = 0\n"))
+
+
+def test_a_flag_is_assumed_where_its_branch_or_the_file_may_write_in_place():
+    """Two more analyses of the file are paid only where they may find a hazard: a
+    branch that spells one, or a branch that builds layers in a file that writes in
+    place (an activation before an in-place dropout)."""
+    from gradguard.conditions import turns_inplace_on, worth_assuming
+    layers_only = cst.parse_module("net = nn.Sequential(nn.ReLU())\n")
+    inplace_layer = cst.parse_module("drop = nn.Dropout(0.1, inplace=True)\n")
+    assert not turns_inplace_on(layers_only) and turns_inplace_on(inplace_layer)
+    assert worth_assuming("freeze", {"freeze"}, lambda: False)
+    assert not worth_assuming("activ is not None", {"freeze"}, lambda: False)
+    assert worth_assuming("activ is not None", set(), lambda: True)
+
+
+def test_no_assumption_where_a_flag_only_chooses_layers():
+    """A file whose flag only picks a layer, with no write in place anywhere, is
+    analysed once (its findings are the plain run's)."""
+    import gradguard.checker as checker
+    source = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        def build(deep):
+            layers = [nn.Linear(3, 3)]
+            if deep:
+                layers.append(nn.Linear(3, 3))
+            return nn.Sequential(*layers)
+
+        net = build(flag)
+        net(torch.randn(2, 3)).sum().backward()
+    """)
+    runs = []
+    original = checker.analyze
+
+    def counting(*args, **kwargs):
+        runs.append(kwargs.get("assumption"))
+        return original(*args, **kwargs)
+
+    checker.analyze = counting
+    try:
+        check_source(source.encode(), "net.py")
+    finally:
+        checker.analyze = original
+    assert runs == [None]

@@ -222,6 +222,8 @@ class FileFacts:
         # control)
         self.assumption: Optional[Assumption] = None
         self.flag_tests: dict[str, set] = {}
+        self.hazard_flags: set[str] = set()  # those whose branch spells a hazard (control)
+        self.writes_seen = False  # an in-place write was told to the rules (the interpreter)
         # the function body analysed on its own now (the interpreter; None: the module's)
         self.body: Optional[cst.FunctionDef] = None
 

@@ -7,7 +7,8 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.conditions import body_key, class_key, flag_root, flag_test, may_matter_in
+from gradguard.conditions import (body_key, class_key, flag_root, flag_test, may_matter_in,
+                                  spells_hazard)
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
 from gradguard.engine.containers import CONTAINERS, iterated, known_items
 from gradguard.engine.room import Room
@@ -97,6 +98,8 @@ class ControlFlow(Room):
         if text is None or (text not in self.file.flag_tests and not may_matter_in(branch)):
             return
         where = self.file.flag_tests.setdefault(text, set())
+        if text not in self.file.hazard_flags and spells_hazard(branch):
+            self.file.hazard_flags.add(text)
         where.add(body_key(self.file.body))
         where.update(class_key(instance.info.name) for instance in self.stack.constructing)
 

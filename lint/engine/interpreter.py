@@ -83,6 +83,9 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
     return interpreter
 
 
+WRITE_EVENTS = frozenset({"inplace_write", "saved_tensor_mutated"})  # FileFacts.writes_seen
+
+
 class Interpreter:
     """Analyses one module: its body, then each function body on its own. It runs
     statements (``block``, ``suite``), tells the rules what the rooms find
@@ -233,6 +236,8 @@ class Interpreter:
         return kind in self.handlers
 
     def dispatch(self, kind: str, event) -> None:
+        if kind in WRITE_EVENTS:
+            self.file.writes_seen = True
         for recording in self.stack.recordings:  # a summary replays what it told rules
             recording.events.append((kind, event))
         handlers = self.handlers.get(kind, [])
