@@ -216,17 +216,20 @@ def _check(source, path, rules, debug, options, session: Session,
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
     place = None
 
+    scopes: dict = {}  # each def's names: syntax, the same for every run below
+
     def run(report, assumption: Optional[Assumption] = None, cap: Optional[int] = None):
         return analyze(module, rules, report, failures, positions, path=disk_path,
                        project=project if disk_path is not None else None, text=text,
                        options=options, knowledge=session.knowledge,
                        trace=None if assumption is not None else trace,
-                       assumption=assumption, budget_cap=cap)
+                       assumption=assumption, budget_cap=cap, scopes=scopes)
     try:
         interpreter = run(lambda *report: raw.append(report))
         place = interpreter.place
         if conditional and trace is None:
-            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent, module)
+            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent, module,
+                                    text)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
     return _place(place, positions, path, raw, Source(module, positions, text),
@@ -238,7 +241,7 @@ def _check(source, path, rules, debug, options, session: Session,
 
 
 def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
-                 module: cst.Module) -> list:
+                 module: cst.Module, text: str) -> list:
     """Reports on a path a flag selects (``gradguard.conditions``): the file analysed
     again with each of its first flag tests assumed true, then false. A report neither
     the plain run nor the other outcome made carries its condition; one both outcomes
@@ -249,7 +252,7 @@ def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
     least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
-    writes = cache(lambda: plain_run.writes_seen or turns_inplace_on(module))
+    writes = cache(lambda: plain_run.writes_seen or turns_inplace_on(module, text))
     worth = [(test, scopes) for test, scopes in plain_run.flag_tests.items()
              if worth_assuming(test, plain_run.hazard_flags, writes)]
     for test, scopes in worth[:MAX_FLAGS]:

@@ -123,9 +123,10 @@ def worth_assuming(test: str, hazard_flags: set, writes_in_place: Callable[[], b
     return test in hazard_flags or writes_in_place()
 
 
-def turns_inplace_on(module: cst.Module) -> bool:
-    """Whether the file spells ``inplace=True`` somewhere (a layer that writes its input)."""
-    return any(type(node) is cst.Arg and node.keyword is not None
+def turns_inplace_on(module: cst.Module, text: str) -> bool:
+    """Whether the file (``module``, parsed from ``text``) spells ``inplace=True``
+    somewhere (a layer that writes its input)."""
+    return "inplace" in text and any(type(node) is cst.Arg and node.keyword is not None
                and node.keyword.value == "inplace" and type(node.value) is cst.Name
                and node.value.value == "True" for node in walk(module))
 

@@ -185,9 +185,10 @@ def test_a_flag_is_assumed_where_its_branch_or_the_file_may_write_in_place():
     branch that spells one, or a branch that builds layers in a file that writes in
     place (an activation before an in-place dropout)."""
     from gradguard.conditions import turns_inplace_on, worth_assuming
-    layers_only = cst.parse_module("net = nn.Sequential(nn.ReLU())\n")
-    inplace_layer = cst.parse_module("drop = nn.Dropout(0.1, inplace=True)\n")
-    assert not turns_inplace_on(layers_only) and turns_inplace_on(inplace_layer)
+    layers_only = "net = nn.Sequential(nn.ReLU(inplace=False))\n"
+    inplace_layer = "drop = nn.Dropout(0.1, inplace=True)\n"
+    assert not turns_inplace_on(cst.parse_module(layers_only), layers_only)
+    assert turns_inplace_on(cst.parse_module(inplace_layer), inplace_layer)
     assert worth_assuming("freeze", {"freeze"}, lambda: False)
     assert not worth_assuming("activ is not None", {"freeze"}, lambda: False)
     assert worth_assuming("activ is not None", set(), lambda: True)

@@ -61,7 +61,8 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
             knowledge: Optional[TorchAPI] = None,
             trace: Optional[Trace] = None,
             assumption: Optional[Assumption] = None,
-            budget_cap: Optional[int] = None) -> "Interpreter":
+            budget_cap: Optional[int] = None,
+            scopes: Optional[dict] = None) -> "Interpreter":
     """Run ``rules`` over ``module`` (the file at ``path``, parsed from ``text``, whose
     imports of the project's own modules ``project`` resolves), each with its settings
     in ``options`` (by code), reading the torch tables ``knowledge`` (default: the
@@ -69,13 +70,16 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
     module's bindings for the files that import it later. ``trace`` (for ``gradguard
     explain``) observes the analysis of one line. Under an ``assumption`` (a flag test's
     outcome, ``gradguard.conditions``) the module is not kept: it is not what the
-    file's importers see."""
+    file's importers see. ``scopes``: the ``FunctionScope`` of each ``def`` (syntax only),
+    shared by the analyses of one file (the plain run's and the assumptions')."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
     interpreter = Interpreter(module, rules, report, failures, positions, project=project,
                               scope=scope, options=options,
                               knowledge=knowledge if knowledge is not None else load(),
                               trace=trace, budget_cap=budget_cap)
     interpreter.file.assumption = assumption
+    if scopes is not None:
+        interpreter.definitions.scopes = scopes
     interpreter.run()
     if project is not None and path is not None and text is not None and assumption is None:
         scope.imports = interpreter.file.imported
