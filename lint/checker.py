@@ -22,7 +22,7 @@ from gradguard.engine import analyze
 from gradguard import memory
 from gradguard.citations import render
 from gradguard.conditions import (ASSUMPTION_FLOOR, ASSUMPTION_SHARE, MAX_FLAGS, Assumption,
-                                  turns_inplace_on, worth_assuming)
+                                  may_end_in_hazard, turns_inplace_on, worth_assuming)
 from gradguard.files import decode, display_path
 from gradguard.positions import Positions
 from gradguard.project import Project, on_disk
@@ -252,6 +252,8 @@ def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
     least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
     plain = {(id(node), code) for node, code, *_ in raw}
     found = []
+    if not may_end_in_hazard(text):
+        return []
     writes = cache(lambda: plain_run.writes_seen or turns_inplace_on(module, text))
     worth = [(test, scopes) for test, scopes in plain_run.flag_tests.items()
              if worth_assuming(test, plain_run.hazard_flags, writes)]

@@ -123,6 +123,14 @@ def worth_assuming(test: str, hazard_flags: set, writes_in_place: Callable[[], b
     return test in hazard_flags or writes_in_place()
 
 
+def may_end_in_hazard(text: str) -> bool:
+    """Whether a file spells what every finding an assumption can add needs: a backward
+    (the saved-tensor rules, GG207, GG304) or a leaf made to require grad (GG101,
+    GG102). A file without either (most of a library's internals) is analysed once:
+    assuming its flags cost a fifth more time on torch's own files for no finding."""
+    return any(word in text for word in ("backward", "requires_grad", "autograd"))
+
+
 def turns_inplace_on(module: cst.Module, text: str) -> bool:
     """Whether the file (``module``, parsed from ``text``) spells ``inplace=True``
     somewhere (a layer that writes its input)."""

@@ -224,3 +224,9 @@ def test_no_assumption_where_a_flag_only_chooses_layers():
     finally:
         checker.analyze = original
     assert runs == [None]
+
+
+def test_a_file_without_backward_or_leaves_that_require_grad_is_analysed_once():
+    from gradguard.conditions import may_end_in_hazard
+    assert may_end_in_hazard("loss.backward()") and may_end_in_hazard("w.requires_grad_()")
+    assert not may_end_in_hazard("def lower(x, flag):\n    return x.add_(1) if flag else x\n")
