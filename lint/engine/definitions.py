@@ -14,6 +14,7 @@ from gradguard.engine.common import (
     _is_scope,
     assigned_self_attrs,
     dotted,
+    source_text,
 )
 from gradguard.engine.functions import FUNCTION_BASES
 from gradguard.engine.room import Room
@@ -117,7 +118,7 @@ class Definitions(Room):
             st.bind(name, self_value)
             if self_value.info.is_module and node.name.value == "forward":
                 for param in params[1:]:  # activations: they require grad
-                    if param.default is None:
+                    if param.default is None and _may_be_tensor(param.annotation):
                         activation = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO,
                                                  producer="input", assumed_grad=True)
                         tensor = self.tensors.new_tensor(st, id(param), activation)
@@ -258,3 +259,22 @@ def _returned_tuple_length(function: cst.FunctionDef) -> int:
                for node in walk(function.body, prune=_is_scope)
                if isinstance(node, cst.Return)}
     return lengths.pop() if len(lengths) == 1 else 1
+
+
+def _may_be_tensor(annotation: Optional[cst.Annotation]) -> bool:
+    """Whether a ``forward`` parameter may be a tensor by its annotation: none, or one that
+    names a tensor type (``torch.Tensor``, ``Optional[Tensor]``, ``FloatTensor``). One
+    that names none (``features: list[torch.Tensor]``, ``mask: dict``) is not taken
+    for an activation: a write into that list is no write into a tensor."""
+    if annotation is None:
+        return True
+    text = source_text(annotation.annotation)
+    outer = text.split("[", 1)[0].rsplit(".", 1)[-1]
+    if outer in NOT_TENSORS:
+        return False
+    return "Tensor" in text or "Any" in text
+
+
+# Annotations' outer names that hold tensors but are none (a list of them is a list)
+NOT_TENSORS = frozenset({"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence",
+                         "Iterable", "Mapping", "set", "Set"})
