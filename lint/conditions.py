@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.relevance import may_matter, syntax_events
+from gradguard.relevance import may_matter, syntax_events, writes_or_sets_flag
 from gradguard.walk import walk
 
 MAX_FLAGS = 1  # flags assumed per file (each costs two more analyses of the file)
@@ -98,20 +98,15 @@ def may_matter_in(node: cst.CSTNode) -> bool:
 
 
 def spells_hazard(node: cst.CSTNode) -> bool:
-    """Whether a branch spells what a hazard is made of: a write in place (``+=``, ``x[i]
-    =``, a method ending in ``_``), a ``.data``, ``.requires_grad`` or ``.grad`` set, an
-    ``inplace=`` or ``requires_grad=`` keyword, a backward or an optimizer's step. A flag
-    whose branch only builds a layer or calls a method is assumed only in a file where
-    the plain run saw a write in place (``worth_assuming``)."""
-    for kind, name in syntax_events(node):
-        if kind in ("augmented", "item_store") or kind == "keyword" and name in HAZARD_KEYWORDS:
-            return True
-        if kind == "attribute_store" and name in HAZARD_ATTRIBUTES:
-            return True
-        if kind == "call" and (name.endswith("_") and not name.startswith("_")
-                               or name in HAZARD_CALLS):
-            return True
-    return False
+    """Whether a branch spells what a hazard is made of: a write in place or a flag set
+    (``relevance.writes_or_sets_flag``), a backward or an optimizer's step. A flag whose
+    branch only builds a layer or calls a method is assumed only in a file where the
+    plain run saw a write in place (``worth_assuming``)."""
+    return any(writes_or_sets_flag(kind, name) or kind == "call" and name in HAZARD_CALLS
+               for kind, name in syntax_events(node))
+
+
+HAZARD_CALLS = frozenset({"backward", "step", "grad"})
 
 
 def worth_assuming(test: str, hazard_flags: set, writes_in_place: Callable[[], bool]) -> bool:
@@ -137,11 +132,6 @@ def turns_inplace_on(module: cst.Module, text: str) -> bool:
     return "inplace" in text and any(type(node) is cst.Arg and node.keyword is not None
                and node.keyword.value == "inplace" and type(node.value) is cst.Name
                and node.value.value == "True" for node in walk(module))
-
-
-HAZARD_KEYWORDS = frozenset({"inplace", "requires_grad"})
-HAZARD_ATTRIBUTES = frozenset({"data", "requires_grad", "grad"})
-HAZARD_CALLS = frozenset({"backward", "step", "grad"})
 
 
 def negated(test: str) -> str:

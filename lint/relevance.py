@@ -29,19 +29,24 @@ ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 
 def may_matter(events: Iterable[tuple[str, str]]) -> bool:
     for kind, name in events:
-        if kind in ("augmented", "item_store"):
-            return True
-        if kind == "attribute_store" and name in ATTRIBUTES_THAT_MATTER:
+        if writes_or_sets_flag(kind, name):
             return True
         if kind == "name" and name in MAKERS:
             return True
-        if kind == "call" and ((name.endswith("_") and not name.startswith("_"))
-                               or name in CALLS_THAT_MATTER or name in MAKERS
+        if kind == "call" and (name in CALLS_THAT_MATTER or name in MAKERS
                                or name[:1].isupper()):
-            return True  # an in-place method, a backward, a class: a layer or a module
-        if kind == "keyword" and name in KEYWORDS_THAT_MATTER:
-            return True
+            return True  # a backward, a class: a layer or a module
     return False
+
+
+def writes_or_sets_flag(kind: str, name: str) -> bool:
+    """Whether a syntax event writes in place (``+=``, ``x[i] =``, a method ending in
+    ``_``) or sets what autograd reads (``.data``, ``.requires_grad``, ``.grad``; an
+    ``inplace=`` or ``requires_grad=`` keyword)."""
+    return (kind in ("augmented", "item_store")
+            or kind == "attribute_store" and name in ATTRIBUTES_THAT_MATTER
+            or kind == "keyword" and name in KEYWORDS_THAT_MATTER
+            or kind == "call" and name.endswith("_") and not name.startswith("_"))
 
 
 def cst_events(function: cst.FunctionDef) -> Iterator[tuple[str, str]]:

@@ -342,9 +342,7 @@ class Expressions(Room):
                 continue
             value = self.evaluate(element.slice.value, st)
             whole = whole and isinstance(value, Const) and value.value is ...
-            if isinstance(value, Const) and (
-                value.value is None or value.value is ... or isinstance(value.value, int)
-            ) and not isinstance(value.value, bool):
+            if value in (Const(None), Const(...)) or integer(value) is not None:
                 continue
             if value is NUMBER:
                 continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Optional
 
+from gradguard.engine.constants import integer
 from gradguard.values import Const, Value
 
 
@@ -45,10 +46,10 @@ class Dim(Value):
 
     def divided(self, by: Value) -> Optional["Dim"]:
         """``self // by`` for a known positive integer ``by``; None otherwise."""
-        if self.divisor is not None or not isinstance(by, Const) \
-                or not isinstance(by.value, int) or isinstance(by.value, bool) or by.value <= 0:
+        divisor = integer(by)
+        if self.divisor is not None or divisor is None or divisor <= 0:
             return None
-        return Dim(self.obj, self.index, self.rank, by.value)
+        return Dim(self.obj, self.index, self.rank, divisor)
 
 
 def splits_dimensions(obj: Hashable, sizes: tuple) -> bool:
