@@ -133,10 +133,31 @@ class SaveSet:
             self._index, self._index_key = index, key
         return self._index
 
+    def renamed(self, names: dict) -> "SaveSet":
+        """This set with each record that ``names`` maps replaced by its new name."""
+        flat = self.flat()
+        if flat.isdisjoint(names):
+            return self
+        return SaveSet((flat - names.keys()) | {names[record] for record in flat if record in names})
+
     def __or__(self, other) -> "SaveSet":
         return SaveSet.union(self, other)
 
     __ror__ = __or__
+
+    def common(self, other: "SaveSet") -> "SaveSet":
+        """What two paths' graphs both hold (a join): the records both hold, and a record
+        one path set apart as an earlier save (``SavedTensors._set_apart``) where the
+        other holds it fresh: there it was made in the last iteration, which is an
+        earlier one by the time the first path's writes are pending."""
+        mine, theirs = self.flat(), _flat(other)
+        if mine is theirs or mine == theirs:
+            return self
+        both = mine & theirs
+        kept = [record for record in mine ^ theirs if _is_earlier(record)
+                and replace(record, key=(record.key[0][0], record.key[1])) in
+                (theirs if record in mine else mine)]
+        return SaveSet(both.union(kept))
 
     def __and__(self, other) -> "SaveSet":
         return SaveSet(self.flat() & _flat(other))
@@ -177,6 +198,14 @@ class SaveSet:
 
     def __repr__(self) -> str:
         return f"SaveSet({set(self.flat())!r})"
+
+
+EARLIER = "*earlier"  # marks the key of a save set apart as an earlier one
+
+
+def _is_earlier(record) -> bool:
+    first = record.key[0]
+    return isinstance(first, tuple) and len(first) == 2 and first[1] == EARLIER
 
 
 def _flat(records) -> frozenset:
@@ -241,7 +270,7 @@ class TensorFacts:
             untracked=self.untracked or other.untracked,
             created_with_grad=self.created_with_grad.join(other.created_with_grad),
             producer=self.producer if self.producer == other.producer else None,
-            saves=self.saves & other.saves,
+            saves=self.saves.common(other.saves),
             multi_view=self.multi_view and other.multi_view,
             function_view=self.function_view if self.function_view == other.function_view
             else None,

@@ -79,13 +79,6 @@ KNOWN_MISSES = {
         "a layer at a position not known is what all the container's layers are alike; "
         "a ModuleList built over a known range holds distinct blocks, whose join is not "
         "carried down an attribute path (`layer[i].dense.weight`) yet",
-    **{name: "a false positive the generated programs found after loops that certainly run "
-             "(2026-11-27): a save one iteration makes and a write the next makes, both named "
-             "by their line, where the graph that saved is no longer reached"
-       for name in ("GG201/ok_generated_733_loop_scale_block_writes_input.py",
-                    "GG202/ok_generated_1439_no_grad_update_in_loop_before_layer.py",
-                    "GG201/ok_generated_9155_inplace_relu_rebuilt_each_iteration.py",
-                    "GG202/ok_generated_9375_step_in_loop_after_last_iterations_product.py")},
     "GG201/ok_autograd_grad_wrt_an_input_the_write_does_not_reach.py":
         "a false positive: gradguard does not follow which nodes lie between "
         "autograd.grad's outputs and inputs, so it takes the call for a whole backward",

@@ -43,3 +43,26 @@ def test_a_shared_part_counts_once():
     shared = SaveSet({1, 2})
     diamond = (shared | {3}) | (shared | {4})
     assert sorted(diamond) == [1, 2, 3, 4]
+
+
+def _save(site, earlier=False):
+    from gradguard.events import SaveRecord
+    from gradguard.facts import EARLIER
+    return SaveRecord(((site, EARLIER) if earlier else site, "0"), "x", "mul", None, "x")
+
+
+def test_renamed_replaces_only_the_records_named():
+    fresh, other = _save(1), _save(2)
+    saves = SaveSet({fresh}) | {other}
+    assert saves.renamed({fresh: _save(1, earlier=True)}) == {_save(1, earlier=True), other}
+    assert saves.renamed({_save(3): _save(3, earlier=True)}) is saves
+
+
+def test_a_join_keeps_an_earlier_save_where_the_other_path_holds_it_fresh():
+    """One path ran an iteration (the save is the last one's), the other ran two and set
+    the first one's apart: both hold the save of some iteration, which is an earlier one
+    by the time the second path's writes are pending."""
+    fresh, earlier, other = _save(1), _save(1, earlier=True), _save(2)
+    assert SaveSet({fresh, other}).common(SaveSet({earlier, fresh})) == {fresh, earlier}
+    assert SaveSet({earlier}).common(SaveSet({fresh})) == {earlier}
+    assert SaveSet({earlier}).common(SaveSet({other})) == EMPTY_SAVES

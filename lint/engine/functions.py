@@ -68,16 +68,16 @@ class CustomFunctions(Room):
         for value in inputs:
             requires_grad = requires_grad | self.tensors.requires_grad_of(st, value)
         requires_grad = requires_grad & st.grad
-        saves = SaveSet.union(*(self.tensors.saves_of(st, value) for value in inputs)) \
-            if requires_grad is Tri.YES else EMPTY_SAVES
+        saves = EMPTY_SAVES
         if requires_grad is Tri.YES:
             records = frozenset(
                 SaveRecord(self.saved.save_key(st, id(node), position),
                            self.saved.counter_of(st, tensor.obj),
                            info.name, node, text, by_function=True)
                 for position, (node, tensor, text) in enumerate(frame.saved))
-            self.saved.add_saves(st, records)
-            saves |= records
+            self.saved.add_saves(st, records)  # first: it may set earlier saves apart
+            saves = SaveSet.union(*(self.tensors.saves_of(st, value) for value in inputs),
+                                  records)
         if isinstance(result, Seq):
             return Seq(tuple(self._output(st, (id(call), index), item, inputs, frame,
                                           requires_grad, saves)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Hashable, Iterable, Optional
 
 import libcst as cst
@@ -17,7 +18,7 @@ from gradguard.events import (
     SavedTensorMutated,
     SaveRecord,
 )
-from gradguard.facts import SaveSet, Tri
+from gradguard.facts import EARLIER, SaveSet, Tri
 from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
@@ -41,6 +42,9 @@ class SavedTensors(Room):
         # owner object -> every owner object below it (a model -> its layers, its Parameters)
         self.owned: dict[Hashable, frozenset] = {}
         self._freed_keys: tuple = (None, frozenset())  # the last freed saves, and their keys
+        # the saves set apart since the caller last emptied it: a graph it read before
+        # the saves were added is renamed by it (``SaveSet.renamed``)
+        self.set_apart_now: dict = {}
 
     def counter_of(self, st: State, obj: Hashable) -> Hashable:
         """The object whose version counter a write to ``obj`` moves: the base of a view
@@ -204,19 +208,59 @@ class SavedTensors(Room):
         """Add saves. A save made again (a loop's next pass: a fresh forward) supersedes
         a graph that a retained backward already went through: writes pending on that one
         no longer matter. Otherwise the older graph may still be needed (outputs kept in
-        a list across iterations), and so are its pending writes."""
+        a list across iterations), and so are its pending writes: that save is set apart
+        as an earlier one (``_set_apart``), and the fresh one starts clean."""
         records = frozenset(records)
         if not records:
             return
         superseded = frozenset(s for s in st.retained if s in records)
+        if superseded:
+            st.mutations = frozenset(m for m in st.mutations if m.save not in superseded)
+            st.retained = st.retained - superseded
+        if st.mutations:
+            written = {mutation.save for mutation in st.mutations} & records
+            if written:
+                self._set_apart(st, written)
         st.saves = st.saves | records
         if st.freed:  # saved again: a fresh graph, not the freed one
             st.freed = frozenset(pair for pair in st.freed if pair[0] not in records)
         if st.stale:
             st.stale = st.stale - records
-        if superseded:
-            st.mutations = frozenset(m for m in st.mutations if m.save not in superseded)
-            st.retained = st.retained - superseded
+
+    def save_in_graph(self, st: State, tensor: Hashable, record: SaveRecord) -> None:
+        """``record`` is a save made now, of a tensor's graph (``tensor``: the object
+        whose graph it joins, as an output saved by the op that made it)."""
+        self.add_saves(st, [record])
+        facts = self.tensors.facts(st, TensorRef(tensor))
+        st.heap[tensor] = facts.evolve(saves=facts.saves | {record})
+
+    def with_earlier(self, st: State, saves: SaveSet) -> SaveSet:
+        """``saves`` with the earlier saves set apart from them (``_set_apart``) that are
+        live: the graphs of tensors one site made in several iterations (a list each
+        iteration appends to) hold what the earlier iterations saved too."""
+        if not st.saves:
+            return saves
+        live = st.saves.flat()
+        earlier = [twin for twin in (replace(save, key=((save.key[0], EARLIER), save.key[1]))
+                                     for save in saves.flat()) if twin in live]
+        return SaveSet.union(saves, earlier) if earlier else saves
+
+    def _set_apart(self, st: State, saves: set) -> None:
+        """The saves ``saves`` are made again while writes to what they saved are
+        pending (a layer's next iteration saves its input again after this iteration
+        wrote it): the graphs that hold them now hold an earlier save, keyed apart, with
+        the pending writes; the graph made now needs only the fresh one. One earlier
+        save stands for all earlier iterations' (keys do not grow with the passes)."""
+        apart = {save: replace(save, key=((save.key[0], EARLIER), save.key[1])) for save in saves}
+        st.saves = st.saves.renamed(apart)
+        st.mutations = frozenset(replace(m, save=apart.get(m.save, m.save))
+                                 for m in st.mutations)
+        for obj, facts in list(st.heap.items()):
+            if facts.saves:
+                saves_now = facts.saves.renamed(apart)
+                if saves_now is not facts.saves:
+                    st.heap[obj] = facts.evolve(saves=saves_now)
+        self.set_apart_now.update(apart)
 
     def retire_storage(self, st: State, obj: Hashable) -> None:
         """An allocation site makes a new tensor (the next pass of a loop, a second call):

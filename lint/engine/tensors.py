@@ -165,8 +165,12 @@ class Tensors(Room):
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
-            graphs.append(self.saved.record_saves(st, node, producer, operands, result, display,
-                                                  site))
+            self.saved.set_apart_now = {}
+            records = self.saved.record_saves(st, node, producer, operands, result, display, site)
+            if self.saved.set_apart_now:  # the inputs' graphs were read before that
+                graphs = [SaveSet.union(graph).renamed(self.saved.set_apart_now)
+                          for graph in graphs]
+            graphs.append(records)
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
 
@@ -227,9 +231,10 @@ class Tensors(Room):
         if isinstance(value, TensorRef):
             return self.facts(st, value).saves
         if isinstance(value, Seq):
-            return SaveSet.union(*(self.saves_of(st, item) for item in value.items))
+            saves = SaveSet.union(*(self.saves_of(st, item) for item in value.items))
+            return self.saved.with_earlier(st, saves) if _repeats_a_site(value) else saves
         if isinstance(value, IterableOf):
-            return self.saves_of(st, value.element)
+            return self.saved.with_earlier(st, self.saves_of(st, value.element))
         return EMPTY_SAVES
 
     def outputs_of(self, st: State, node: cst.Call, op: OpName, inputs: list, operands: dict,
@@ -258,8 +263,7 @@ class Tensors(Room):
             return
         record = SaveRecord(self.saved.save_key(st, site or id(node), key), output.obj, op.display(),
                             node, "")
-        self.saved.add_saves(st, [record])
-        st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+        self.saved.save_in_graph(st, output.obj, record)
 
     def view_of(self, st: State, node: Hashable, base: TensorRef, producer: OpName,
                 multi_view: bool = False) -> TensorRef:
@@ -409,8 +413,7 @@ class Tensors(Room):
             # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
             record = SaveRecord(self.saved.save_key(st, site or id(node), "result"), counter,
                                 method.display(), node, text)
-            self.saved.add_saves(st, [record])
-            st.heap[target.obj] = facts.evolve(saves=facts.saves | {record})
+            self.saved.save_in_graph(st, target.obj, record)
         if operands:  # through ``.data`` the base is another tensor: it stays out of the graph
             base = [root] if root is not None and not through_data else []
             self.absorb_operands(st, [target.obj] + base, operands)
@@ -642,3 +645,12 @@ def _relayouts(method: OpName, view_methods: frozenset) -> bool:
 # A recurrent layer's final state, its second output: how many tensors it is (an LSTM's
 # hidden and cell states).
 RECURRENT_STATES = {"RNN": 1, "GRU": 1, "LSTM": 2}
+
+
+def _repeats_a_site(value: Seq) -> bool:
+    """A list grown in a loop, or one holding a tensor of one site twice: it holds
+    tensors one site made at different times (each iteration's output)."""
+    if value.growth is not None:
+        return True
+    objects = [item.obj for item in value.items if isinstance(item, TensorRef)]
+    return len(set(objects)) < len(objects)

@@ -235,8 +235,7 @@ class TorchCalls(Room):
             if index in outputs and facts.requires_grad is Tri.YES and st.grad is Tri.YES:
                 record = SaveRecord(self.saved.save_key(st, id(node), f"output {index}"),
                                     output.obj, op.display(), node, f"output {index}")
-                self.saved.add_saves(st, [record])
-                st.heap[output.obj] = facts.evolve(saves=facts.saves | {record})
+                self.saved.save_in_graph(st, output.obj, record)
             items.append(output)
         for item in items:  # the outputs share one graph: each needs all the saves
             all_saves = SaveSet.union(*(self.tensors.facts(st, i).saves for i in items))
