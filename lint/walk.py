@@ -8,6 +8,7 @@ functions only read the dataclass fields.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
@@ -25,7 +26,7 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The node's direct children, in field order, layout left out (``_LAYOUT``)."""
     names = _FIELDS.get(type(node))
     if names is None:
-        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        names = _FIELDS[type(node)] = _fields_with_children(type(node))
     for name in names:
         value = getattr(node, name)
         kind = _KINDS.get(type(value))
@@ -40,6 +41,33 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     item_kind = _kind(type(item))
                 if item_kind is _CHILD:
                     yield item
+
+
+def _fields_with_children(node_type: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold a child: by their annotations, leaving out
+    those that hold only layout (``lpar``, ``whitespace_after``, ``comma``) or no node at
+    all (a name's ``value``, an operator's text), about two fields in three. A field whose
+    annotation cannot be read, or names something other than a class, is kept."""
+    fields = dataclasses.fields(node_type)
+    try:
+        hints = typing.get_type_hints(node_type)
+    except Exception:  # an annotation that does not resolve: read every field
+        return tuple(field.name for field in fields)
+    return tuple(field.name for field in fields if _may_hold_child(hints.get(field.name)))
+
+
+def _may_hold_child(annotation: object) -> bool:
+    pending = [annotation]
+    while pending:
+        current = pending.pop()
+        arguments = typing.get_args(current)
+        if arguments:
+            pending.extend(argument for argument in arguments if argument is not Ellipsis)
+        elif not isinstance(current, type):
+            return True  # Any, a type variable, a name not resolved: maybe
+        elif issubclass(current, cst.CSTNode) and not issubclass(current, _LAYOUT):
+            return True
+    return False
 
 
 # What a field's value is, by its type: decided once per type, because ``isinstance``
