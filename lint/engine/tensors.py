@@ -16,6 +16,7 @@ from gradguard.engine.common import (
     tri_of,
     view_chain,
 )
+from gradguard.engine.constants import integer
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape, splits_dimensions
 from gradguard.events import (
@@ -24,6 +25,7 @@ from gradguard.events import (
     IndexKind,
     InplaceWrite,
     NonLeafGradRead,
+    Prose,
     RequiresGradSet,
     SaveRecord,
 )
@@ -561,11 +563,27 @@ class Tensors(Room):
                 why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.torch.factory(st, node, args, f"`{name}`")
+        if returns_values_and_indices(name, self.expressions.argument(node, args, "dim", 0)):
+            return self.values_and_indices(st, node, op, [tensor, *args])
         if name in self.knowledge.torch_functions or name == "clone":
             operands = self.expressions.positional_operands(
                 node, args, (tensor, source_text(receiver_node)), op)
             return self.op_result(st, node, [tensor, *args], op, operands)
         return UNKNOWN
+
+    def values_and_indices(self, st: State, node: cst.Call, op: OpName, inputs: list) -> Seq:
+        """``vals, idx = x.topk(k)`` (``sort``, ``max(dim)``...): the values, computed from
+        ``x`` (they require grad if it does), and the indices, an integer tensor without
+        grad that the values' graph saves (a write into them makes its backward raise)."""
+        values = self.op_result(st, node, inputs, op, site=(id(node), "values"))
+        indices = self.new_tensor(st, (id(node), "indices"), TensorFacts(
+            requires_grad=Tri.NO, is_leaf=Tri.YES, producer=op.display(),
+            why_no_grad=Origin(node, f"the indices `{op.display()}` returns")))
+        if self.facts(st, values).requires_grad is Tri.YES and st.grad is Tri.YES:
+            self.saved.save_in_graph(st, values.obj, SaveRecord(
+                self.saved.save_key(st, id(node), "output 1"), indices.obj, op.display(),
+                node, Prose("the index tensor it returns")))
+        return Seq((values, indices))
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
                           how: str, text: Optional[str] = None, method: bool = False) -> None:
@@ -609,6 +627,18 @@ def inplace_chain_head(node: cst.Call, inplace_methods: frozenset) -> cst.Call:
 ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context
 
 # Tensor methods that return a Python number.
+# Ops that return a ``(values, indices)`` pair, always or when given a ``dim``; each saves
+# the indices for backward (torch 2.13: a write into them makes the backward raise).
+PAIRED_ALWAYS = frozenset({"topk", "sort", "kthvalue", "mode", "cummax", "cummin"})
+PAIRED_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
+
+
+def returns_values_and_indices(name: str, dim: Optional[Value]) -> bool:
+    """Whether the op ``name`` given ``dim`` (None: not given) returns values and indices."""
+    return name in PAIRED_ALWAYS or name in PAIRED_WITH_DIM and dim is not None and (
+        dim is NUMBER or integer(dim) is not None)
+
+
 NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
                             "stride", "storage_offset", "ndimension", "get_device"})
 

@@ -7,6 +7,7 @@ import libcst as cst
 
 from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
 from gradguard.engine.room import Room
+from gradguard.engine.tensors import returns_values_and_indices
 from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
 from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import OpName
@@ -201,6 +202,9 @@ class TorchCalls(Room):
             return arg0  # the compiled module shares the original's parameters
         if name in self.knowledge.non_tensor_functions or name == "is_tensor":
             return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
+        if isinstance(arg0, TensorRef) and returns_values_and_indices(
+                name, self.expressions.argument(node, args, "dim", 1)):
+            return self.tensors.values_and_indices(st, node, op, args)
         if name in self.knowledge.torch_functions and name[0].islower():
             return self.tensors.op_result(st, node, args, op,
                                           self.expressions.positional_operands(node, args, op=op))

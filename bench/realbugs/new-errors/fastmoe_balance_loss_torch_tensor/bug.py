@@ -55,7 +55,7 @@ for layer in layers:
     x = layer(x)
 lm_loss = x.pow(2).mean()
 loss_list = [layer.gate.get_loss(clear=False) for layer in layers]
-bal_loss = torch.tensor(loss_list).mean()  # culprit: -
+bal_loss = torch.tensor(loss_list).mean()  # culprit: GG310
 loss = lm_loss + 0.01 * bal_loss
 loss.backward()
 assert bal_loss.requires_grad, "balance loss is not optimized"
