@@ -28,15 +28,25 @@ ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 
 
 def may_matter(events: Iterable[tuple[str, str]]) -> bool:
+    return any(_matters(kind, name) for kind, name in events)
+
+
+def matters_or_calls(events: Iterable[tuple[str, str]]) -> tuple[bool, set]:
+    """``may_matter``, read up to the first event that matters; where none does, also the
+    names the events call (whose functions may matter in turn)."""
+    called = set()
     for kind, name in events:
-        if writes_or_sets_flag(kind, name):
-            return True
-        if kind == "name" and name in MAKERS:
-            return True
-        if kind == "call" and (name in CALLS_THAT_MATTER or name in MAKERS
-                               or name[:1].isupper()):
-            return True  # a backward, a class: a layer or a module
-    return False
+        if _matters(kind, name):
+            return True, called
+        if kind == "call":
+            called.add(name)
+    return False, called
+
+
+def _matters(kind: str, name: str) -> bool:
+    return writes_or_sets_flag(kind, name) or kind == "name" and name in MAKERS \
+        or kind == "call" and (name in CALLS_THAT_MATTER or name in MAKERS
+                               or name[:1].isupper())  # a backward, a class: a layer
 
 
 def writes_or_sets_flag(kind: str, name: str) -> bool:
@@ -68,7 +78,8 @@ def syntax_events(root: cst.CSTNode) -> Iterator[tuple[str, str]]:
             elif target is cst.Attribute:
                 yield "attribute_store", node.target.attr.value
         elif kind is cst.Name:
-            yield "name", node.value
+            if node.value in MAKERS:  # the only names any reader asks about
+                yield "name", node.value
         elif kind is cst.Call:
             func = node.func
             yield "call", (func.attr.value if type(func) is cst.Attribute
@@ -87,7 +98,8 @@ def ast_events(function: ast.AST) -> Iterator[tuple[str, str]]:
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             yield "attribute_store", node.attr
         elif isinstance(node, ast.Name):
-            yield "name", node.id
+            if node.id in MAKERS:
+                yield "name", node.id
         elif isinstance(node, ast.Call):
             func = node.func
             yield "call", (func.attr if isinstance(func, ast.Attribute)

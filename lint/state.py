@@ -216,6 +216,8 @@ def both(first: bool, second: bool) -> bool:
 def freed_on_both(first: frozenset, second: frozenset) -> frozenset:
     """The saves freed on both paths (``State.freed``), each cited by the first path's
     backward."""
+    if first is second or not first:
+        return first
     saves = {save for save, _ in second}
     return frozenset(pair for pair in first if pair[0] in saves)
 
@@ -225,8 +227,8 @@ def join_envs(a: dict, b: dict) -> dict:
     joined = {}
     for key, value in a.items():
         other = b.get(key)
-        if other is not None:
-            joined[key] = join_values(value, other)
+        if other is not None:  # copies of a state share the values they did not rebind
+            joined[key] = value if value is other else join_values(value, other)
     return joined
 
 

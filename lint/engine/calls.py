@@ -48,7 +48,7 @@ from gradguard.engine.summaries import (
     heap_writes,
 )
 from gradguard.facts import Tri
-from gradguard.relevance import cst_events, may_matter
+from gradguard.relevance import cst_events, matters_or_calls
 from gradguard.scopes import (
     ClassScope,
     FunctionScope,
@@ -80,6 +80,7 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
+        self._swapping: dict[int, bool] = {}  # module-level def -> whether it swaps layers
         self._rebinding: dict[int, bool] = {}  # method -> whether it rebinds self.*
         self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
@@ -171,23 +172,33 @@ class UserCalls(Room):
 
     def worth_following(self, definition: cst.FunctionDef) -> bool:
         """Whether following a call can tell anything: its syntax may (``relevance``), or
-        it calls a function of the module that may (``quantize_`` calling the helper
-        that swaps the layers)."""
+        it calls a function of the module that swaps layers (``quantize_`` calling the
+        helper that ``setattr``s the replacements: a module handed to a call not followed
+        keeps the layers its class gave it)."""
         key = id(definition)
         if key not in self._worth:
-            self._worth[key] = False  # met again while deciding (recursion): not by itself
-            events = list(cst_events(definition))
-            self._worth[key] = may_matter(events) or any(
-                self.worth_following(callee) for callee in self._module_functions_called(events))
+            matters, called = matters_or_calls(cst_events(definition))
+            self._worth[key] = matters or any(
+                self._swaps_layers(callee) for callee in self._module_functions_called(called))
         return self._worth[key]
 
-    def _module_functions_called(self, events: list) -> list:
-        """The module-level functions of this file that a body calls by name."""
+    def _swaps_layers(self, definition: cst.FunctionDef) -> bool:
+        """Whether a module-level function replaces attributes of what it is given
+        (``setattr``), itself or through the module's functions it calls."""
+        key = id(definition)
+        if key not in self._swapping:
+            self._swapping[key] = False  # met again while deciding (recursion): not by itself
+            called = {name for kind, name in cst_events(definition) if kind == "call"}
+            self._swapping[key] = "setattr" in called or any(
+                self._swaps_layers(callee) for callee in self._module_functions_called(called))
+        return self._swapping[key]
+
+    def _module_functions_called(self, names: set) -> list:
+        """The module-level functions of this file among the names a body calls."""
         if self._module_functions is None:
             self._module_functions = {
                 statement.name.value: statement for statement in self.file.scope.module.body
                 if isinstance(statement, cst.FunctionDef)}
-        names = {name for kind, name in events if kind == "call"}
         return [self._module_functions[name] for name in names if name in self._module_functions]
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
