@@ -43,7 +43,8 @@ class FunctionScope:
     still sees. ``walrus``: whether the file may bind names in expressions (``:=``)."""
 
     __slots__ = ("parent", "local", "declared_global", "declared_nonlocal", "cells",
-                 "closure", "_defs", "_last_binding", "_nested_nonlocal")
+                 "closure", "_defs", "_last_binding", "_nested_nonlocal", "_node",
+                 "_rebound_self")
 
     def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"],
                  walrus: bool = True) -> None:
@@ -60,6 +61,17 @@ class FunctionScope:
         self._nested_nonlocal = frozenset(found.nested_nonlocal)
         self.closure = parent.settled_at(node) - self.local if parent is not None \
             else frozenset()
+        self._node = node
+        self._rebound_self: Optional[frozenset] = None
+
+    @property
+    def rebound_self_attrs(self) -> frozenset:
+        """The attributes of its first parameter the function rebinds (``self.x = ...``:
+        ``common.assigned_self_attrs``), read once per ``def`` (the scope is shared by
+        every analysis of the file)."""
+        if self._rebound_self is None:
+            self._rebound_self = frozenset(assigned_self_attrs(self._node))
+        return self._rebound_self
 
     @property
     def function(self) -> "FunctionScope":
@@ -306,3 +318,45 @@ def closure_bindings(env: dict, names: frozenset) -> dict:
     """The bindings (names and their attribute paths) of ``env`` whose name is in
     ``names``: what a nested function sees of its enclosing function's."""
     return {path: value for path, value in env.items() if path.partition(".")[0] in names}
+
+
+# methods that bind an attribute of a module by name, and what they bind
+REGISTRARS = {"register_parameter": "param", "register_buffer": "tensor",
+              "add_module": "module", "register_module": "module"}
+
+
+def _registered_names(call: cst.BaseExpression, owner: str) -> set:
+    """The attribute ``self.register_buffer("running", ...)`` (or ``register_parameter``,
+    ``add_module``, ``register_module``) binds, when ``owner`` is ``self``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in REGISTRARS and isinstance(call.func.value, cst.Name) \
+            and call.func.value.value == owner and call.args \
+            and isinstance(call.args[0].value, cst.SimpleString):
+        return {call.args[0].value.evaluated_value}
+    return set()
+
+
+def assigned_self_attrs(method: cst.FunctionDef) -> set:
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    params = list(method.params.params)
+    if not params:
+        return set()
+    owner = params[0].name.value
+    found = set()
+
+    def add(target) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
+
+    for node in walk(method.body, prune=is_expression):  # assignments are statements
+        if isinstance(node, cst.AssignTarget):
+            add(node.target)
+        elif isinstance(node, cst.AnnAssign):
+            add(node.target)
+        elif isinstance(node, cst.Expr):
+            found |= _registered_names(node.value, owner)
+    return found

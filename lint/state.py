@@ -369,10 +369,13 @@ class State:
         self.env[path] = value
 
     def forget(self, path: str) -> None:
-        self.env.pop(path, None)
+        env = self.env
+        env.pop(path, None)
         prefix = path + "."
-        for key in [key for key in self.env if key.startswith(prefix)]:
-            del self.env[key]
+        if "\n" + prefix not in "\n" + "\n".join(env):  # (one pass in C: most names have
+            return                                   # no attribute paths bound below them)
+        for key in [key for key in env if key.startswith(prefix)]:
+            del env[key]
 
 
 def join(a: Optional[State], b: Optional[State]) -> Optional[State]:

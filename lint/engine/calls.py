@@ -24,6 +24,7 @@ there (``CallStack.via``, ``CallStack.outermost``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Optional
 
 import libcst as cst
@@ -31,7 +32,6 @@ import libcst as cst
 from gradguard.engine.common import (
     _all_params,
     _literal,
-    assigned_self_attrs,
     forget_objects,
     forget_rebindable,
     rebind_instance,
@@ -52,6 +52,7 @@ from gradguard.relevance import cst_events, matters_or_calls
 from gradguard.scopes import (
     ClassScope,
     FunctionScope,
+    assigned_self_attrs,
     closure_bindings,
     module_overlays,
     owner_of,
@@ -86,6 +87,7 @@ class UserCalls(Room):
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
         self.caller_flags: dict[int, dict] = {}
+        self._word_counts: Optional[Counter] = None  # see _words
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
@@ -114,7 +116,7 @@ class UserCalls(Room):
         name = definition.name.value
         if not sites or not name.startswith("_") or name.endswith("__"):
             return {}
-        mentions = len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", self.file.scope.text))
+        mentions = self._words().get(name, 0)
         if mentions != 1 + len(sites):  # its def, then each call: any other use, and no flow
             return {}
         per_site = list(sites.values())
@@ -124,6 +126,13 @@ class UserCalls(Room):
             if len(passed) == 1 and _NO_FLAG not in passed:
                 known[param] = Const(passed.pop()[1])
         return known
+
+    def _words(self) -> Counter:
+        """How often each word is written in the file (a name's whole-word mentions),
+        counted once."""
+        if self._word_counts is None:
+            self._word_counts = Counter(re.findall(r"\w+", self.file.scope.text or ""))
+        return self._word_counts
 
     def _note_flags(self, definition: cst.FunctionDef, bindings: dict,
                     site: cst.CSTNode) -> None:

@@ -7,7 +7,7 @@ from typing import Hashable, Iterator, Optional
 
 import libcst as cst
 
-from gradguard.engine.containers import CONTAINERS, REGISTRARS
+from gradguard.engine.containers import CONTAINERS
 from gradguard.facts import TensorFacts, Tri
 from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 from gradguard.state import State
@@ -22,7 +22,6 @@ from gradguard.values import (
     Seq,
     Value,
 )
-from gradguard.walk import is_expression, walk
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -91,43 +90,6 @@ def _literal(node) -> object:
 
 
 MAX_UNROLLED_LAYERS = 32
-
-
-def _registered_names(call: cst.BaseExpression, owner: str) -> set:
-    """The attribute ``self.register_buffer("running", ...)`` (or ``register_parameter``,
-    ``add_module``, ``register_module``) binds, when ``owner`` is ``self``."""
-    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
-            and call.func.attr.value in REGISTRARS and isinstance(call.func.value, cst.Name) \
-            and call.func.value.value == owner and call.args \
-            and isinstance(call.args[0].value, cst.SimpleString):
-        return {call.args[0].value.evaluated_value}
-    return set()
-
-
-def assigned_self_attrs(method: cst.FunctionDef) -> set:
-    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
-    params = list(method.params.params)
-    if not params:
-        return set()
-    owner = params[0].name.value
-    found = set()
-
-    def add(target) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == owner:
-            found.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for node in walk(method.body, prune=is_expression):  # assignments are statements
-        if isinstance(node, cst.AssignTarget):
-            add(node.target)
-        elif isinstance(node, cst.AnnAssign):
-            add(node.target)
-        elif isinstance(node, cst.Expr):
-            found |= _registered_names(node.value, owner)
-    return found
 
 
 def _is_scope(node: cst.CSTNode) -> bool:

@@ -61,8 +61,6 @@ DICT_READERS = frozenset({"keys", "values", "items", "get", "copy"})
 # Module methods that register a value under a name, and the keyword of that value.
 # Module methods that register a hook run around every call of the module.
 HOOK_REGISTRARS = frozenset({"register_forward_hook", "register_forward_pre_hook"})
-REGISTRARS = {"register_parameter": "param", "register_buffer": "tensor",
-              "add_module": "module", "register_module": "module"}
 
 
 def _modules_in(model: Value) -> list:

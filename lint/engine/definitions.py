@@ -12,7 +12,6 @@ from gradguard.engine.common import (
     NEUTRAL_DECORATORS,
     _all_params,
     _is_scope,
-    assigned_self_attrs,
     dotted,
     source_text,
 )
@@ -189,8 +188,9 @@ class Definitions(Room):
                 node, f"a parameter inherited from `nn.{layer}`", parameter=True))
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)] \
             if isinstance(node.body, cst.IndentedBlock) else []
+        scopes = {id(method): self.scope_of(method, st.scope) for method in methods}
         unstable = {attr for method in methods if method.name.value != "__init__"
-                    for attr in assigned_self_attrs(method)}
+                    for attr in scopes[id(method)].rebound_self_attrs}
         info.unstable |= unstable
         for method in methods:
             if method.name.value == "forward":
@@ -208,7 +208,7 @@ class Definitions(Room):
         for method in methods:
             info.methods[method.name.value] = FunctionVal(
                 method, self._decorator_grad_mode(method, body_state), self.file.scope,
-                self.scope_of(method, st.scope))
+                scopes[id(method)])
             params = method.params.posonly_params or method.params.params
             if params and not _is_static(method):
                 self.inherited[info.methods[method.name.value].scope] = (

@@ -27,7 +27,6 @@ from gradguard.engine.containers import (
     DICT_READERS,
     DICT_VIEWS,
     HOOK_REGISTRARS,
-    REGISTRARS,
     SUBMODULE_ITERATORS,
     _container_view,
     _layer_at,
@@ -49,6 +48,7 @@ from gradguard.events import (
 from gradguard.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName
 from gradguard.knowledge.unchanged import UNCHANGED_WHEN
+from gradguard.scopes import REGISTRARS
 from gradguard.state import State
 from gradguard.values import (
     NUMBER,

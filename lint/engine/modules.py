@@ -11,7 +11,6 @@ import libcst as cst
 from gradguard.engine.common import PARAMS, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINERS,
-    REGISTRARS,
     _container_layers,
     _modules_in,
     _named_layers,
@@ -26,6 +25,7 @@ from gradguard.events import Prose, SaveRecord
 from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName, TorchAPI
 from gradguard.knowledge.unchanged import IDENTITY_LAYERS, INPLACE_IGNORED
+from gradguard.scopes import REGISTRARS
 from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
