@@ -237,6 +237,16 @@ class LayerItems(Seq):
     it runs once per item, as over the container itself."""
 
 
+class NamedPair(Seq):
+    """What ``topk``, ``sort``, ``max(dim)`` and the like return: a named tuple whose
+    fields (``names``, in order) read its items (``x.max(dim=1).values``)."""
+
+    NAMES = ("values", "indices")
+
+    def field(self, name: str) -> Optional[Value]:
+        return self.items[self.NAMES.index(name)] if name in self.NAMES else None
+
+
 @dataclass(frozen=True)
 class KeyedItems(Value):
     """A ``dict`` or ``OrderedDict`` whose keys are known strings: ``items`` are its

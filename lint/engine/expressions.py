@@ -66,6 +66,7 @@ from gradguard.values import (
     LayerItems,
     ModuleObj,
     ModuleRef,
+    NamedPair,
     Optimizer,
     ParamGroup,
     ParamsOf,
@@ -171,6 +172,8 @@ class Expressions(Room):
             return self.modules.module_attribute(st, base, attr, path)
         if isinstance(base, Optimizer):
             return Seq(base.groups) if attr == "param_groups" and base.groups else UNKNOWN
+        if isinstance(base, NamedPair):
+            return base.field(attr) or UNKNOWN
         if isinstance(base, Instance):
             getter = base.info.methods.get(attr)
             if getter is not None and _is_property(getter.node):

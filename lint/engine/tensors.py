@@ -48,6 +48,7 @@ from gradguard.values import (
     FunctionVal,
     GradMode,
     IterableOf,
+    NamedPair,
     Seq,
     TensorRef,
     Value,
@@ -571,7 +572,8 @@ class Tensors(Room):
             return self.op_result(st, node, [tensor, *args], op, operands)
         return UNKNOWN
 
-    def values_and_indices(self, st: State, node: cst.Call, op: OpName, inputs: list) -> Seq:
+    def values_and_indices(self, st: State, node: cst.Call, op: OpName,
+                           inputs: list) -> NamedPair:
         """``vals, idx = x.topk(k)`` (``sort``, ``max(dim)``...): the values, computed from
         ``x`` (they require grad if it does), and the indices, an integer tensor without
         grad that the values' graph saves (a write into them makes its backward raise)."""
@@ -583,7 +585,7 @@ class Tensors(Room):
             self.saved.save_in_graph(st, values.obj, SaveRecord(
                 self.saved.save_key(st, id(node), "output 1"), indices.obj, op.display(),
                 node, Prose("the index tensor it returns")))
-        return Seq((values, indices))
+        return NamedPair((values, indices))
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
                           how: str, text: Optional[str] = None, method: bool = False) -> None:
