@@ -10,6 +10,7 @@ import libcst as cst
 
 from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
+from gradguard.engine.constants import integer
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape
 from gradguard.engine.tensors import inplace_chain_head
@@ -114,6 +115,8 @@ class Statements(Room):
             self._bind_attribute(target, value, st, node)
         elif isinstance(target, cst.Subscript):
             base = self.expressions.evaluate(target.value, st)
+            if isinstance(base, TensorRef) and self._maybe_a_list(target, base, st):
+                return  # ``features[0] = ...`` in a forward: a list's item, or a tensor's row
             if isinstance(base, TensorRef):
                 kind, indices = self.expressions.read_index(target, st)
                 self.tensors.emit_inplace(st, node, base, target.value, "item assignment",
@@ -193,6 +196,17 @@ class Statements(Room):
             if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
                 self._rebind_layer(expression.value,
                                    set_child(owner, expression.attr.value, layer), st)
+
+    def _maybe_a_list(self, target: cst.Subscript, base: TensorRef, st: State) -> bool:
+        """Whether an item assignment with one integer index (``features[i + 1] = ...``)
+        is into a value taken for a tensor only by the assumption that a forward receives
+        activations: a forward given a list of feature maps writes its items the same way,
+        and writes no tensor (unknown: no report)."""
+        if not self.tensors.facts(st, base).assumed_grad or len(target.slice) != 1 \
+                or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        index = self.expressions.evaluate(target.slice[0].slice.value, st)
+        return index is NUMBER or integer(index) is not None
 
     def _store_item(self, target: cst.Subscript, container: Value, value: Value,
                     st: State) -> None:
