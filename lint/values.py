@@ -237,6 +237,15 @@ class LayerItems(Seq):
     it runs once per item, as over the container itself."""
 
 
+@dataclass(frozen=True)
+class Chained(Seq):
+    """``itertools.chain(*sources)``: its ``items`` are what iterating it yields (each
+    source's items, a module's parameters as one element for all), and ``sources`` the
+    iterables themselves (an optimizer takes the parameters they name)."""
+
+    sources: tuple = ()
+
+
 class NamedPair(Seq):
     """What ``topk``, ``sort``, ``max(dim)`` and the like return: a named tuple whose
     fields (``names``, in order) read its items (``x.max(dim=1).values``)."""

@@ -53,6 +53,7 @@ from gradguard.state import State
 from gradguard.values import (
     NUMBER,
     UNKNOWN,
+    Chained,
     ClassVal,
     Const,
     Distribution,
@@ -479,7 +480,7 @@ class Expressions(Room):
         if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
             return self.builtin_call(st, node, callee.qualname[9:], args)
         if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
-            return Seq(tuple(args)) if not any(arg.star for arg in node.args) else UNKNOWN
+            return self._chain(st, node, args)
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
         if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
@@ -587,6 +588,23 @@ class Expressions(Room):
                                            "`setattr(..., 'requires_grad', ...)`",
                                            source_text(node.args[0].value))
         return Const(None)
+
+    def _chain(self, st: State, node: cst.Call, args: list) -> Value:
+        """``itertools.chain(a.parameters(), b.parameters())``: what iterating each of its
+        arguments yields, in order (a module's parameters as one element standing for
+        them all, as a ``for`` over ``parameters()`` has); an optimizer given it takes
+        both modules' parameters."""
+        if any(arg.star for arg in node.args):
+            return UNKNOWN
+        items = []
+        for value in args:
+            if isinstance(value, ParamsOf):
+                items.append(self.element_of(st, value, node))
+            elif isinstance(value, Seq):
+                items.extend(value.items)
+            else:
+                return UNKNOWN
+        return Chained(tuple(items), sources=tuple(args))
 
     def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:
         """What iterating over ``iterable`` yields (the same abstract value each time)."""

@@ -15,6 +15,7 @@ from gradguard.state import State
 from gradguard.values import (
     UNKNOWN,
     AllowMutation,
+    Chained,
     Const,
     Distribution,
     FunctionVal,
@@ -325,6 +326,8 @@ def _param_groups(params: Value) -> tuple:
 def _parameter_sources(value: Value) -> list:
     """What an optimizer's first argument names: ``model.parameters()``, a list of
     tensors or of them, ``[{"params": ...}, ...]`` param groups."""
+    if isinstance(value, Chained):
+        return [source for item in value.sources for source in _parameter_sources(item)]
     if isinstance(value, Seq):
         return [source for item in value.items for source in _parameter_sources(item)]
     if isinstance(value, ParamGroup):
