@@ -45,6 +45,8 @@ class SavedTensors(Room):
         # the saves set apart since the caller last emptied it: a graph it read before
         # the saves were added is renamed by it (``SaveSet.renamed``)
         self.set_apart_now: dict = {}
+        # saves set apart this file may still make: each reads every object of the heap
+        self.set_apart_left = SET_APART_BUDGET
 
     def counter_of(self, st: State, obj: Hashable) -> Hashable:
         """The object whose version counter a write to ``obj`` moves: the base of a view
@@ -219,8 +221,12 @@ class SavedTensors(Room):
             st.retained = st.retained - superseded
         if st.mutations:
             written = {mutation.save for mutation in st.mutations} & records
-            if written:
+            if written and self.set_apart_left > 0:
+                self.set_apart_left -= 1
                 self._set_apart(st, written)
+            elif written:  # past the file's budget: the earlier graphs' pending writes are
+                st.mutations = frozenset(  # given up (not reported), never guessed at
+                    m for m in st.mutations if m.save not in written)
         st.saves = st.saves | records
         if st.freed:  # saved again: a fresh graph, not the freed one
             st.freed = frozenset(pair for pair in st.freed if pair[0] not in records)
@@ -390,6 +396,7 @@ class SavedTensors(Room):
                                      SavedTensorMutated(mutation, node, how))
 
 
+SET_APART_BUDGET = 64  # saves set apart per file (``add_saves``)
 INDEX = OpName.of("operator", "index")  # what ``a[i]`` calls
 AGAIN = "*again"  # marks the key of a freed save made again (``SavedTensors.save_key``)
 
