@@ -154,9 +154,8 @@ class SaveSet:
         if mine is theirs or mine == theirs:
             return self
         both = mine & theirs
-        kept = [record for record in mine ^ theirs if _is_earlier(record)
-                and replace(record, key=(record.key[0][0], record.key[1])) in
-                (theirs if record in mine else mine)]
+        kept = [record for record in mine ^ theirs
+                if _fresh_twin(record) in (theirs if record in mine else mine)]
         return SaveSet(both.union(kept))
 
     def __and__(self, other) -> "SaveSet":
@@ -203,9 +202,18 @@ class SaveSet:
 EARLIER = "*earlier"  # marks the key of a save set apart as an earlier one
 
 
-def _is_earlier(record) -> bool:
+def earlier_twin(record):
+    """The save ``record`` (a ``SaveRecord``) becomes when it is set apart as an earlier
+    one (``SavedTensors._set_apart``): the same save, keyed ``((site, EARLIER), part)``."""
+    return replace(record, key=((record.key[0], EARLIER), record.key[1]))
+
+
+def _fresh_twin(record):
+    """The save an earlier one was set apart from; None for a save not set apart."""
     first = record.key[0]
-    return isinstance(first, tuple) and len(first) == 2 and first[1] == EARLIER
+    if isinstance(first, tuple) and len(first) == 2 and first[1] == EARLIER:
+        return replace(record, key=(first[0], record.key[1]))
+    return None
 
 
 def _flat(records) -> frozenset:

@@ -47,8 +47,9 @@ def test_a_shared_part_counts_once():
 
 def _save(site, earlier=False):
     from gradguard.events import SaveRecord
-    from gradguard.facts import EARLIER
-    return SaveRecord(((site, EARLIER) if earlier else site, "0"), "x", "mul", None, "x")
+    from gradguard.facts import earlier_twin
+    record = SaveRecord((site, "0"), "x", "mul", None, "x")
+    return earlier_twin(record) if earlier else record
 
 
 def test_renamed_replaces_only_the_records_named():

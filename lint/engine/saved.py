@@ -18,7 +18,7 @@ from gradguard.events import (
     SavedTensorMutated,
     SaveRecord,
 )
-from gradguard.facts import EARLIER, SaveSet, Tri
+from gradguard.facts import SaveSet, Tri, earlier_twin
 from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
@@ -247,8 +247,7 @@ class SavedTensors(Room):
         if not st.saves:
             return saves
         live = st.saves.flat()
-        earlier = [twin for twin in (replace(save, key=((save.key[0], EARLIER), save.key[1]))
-                                     for save in saves.flat()) if twin in live]
+        earlier = [twin for twin in map(earlier_twin, saves.flat()) if twin in live]
         return SaveSet.union(saves, earlier) if earlier else saves
 
     def _set_apart(self, st: State, saves: set) -> None:
@@ -257,7 +256,7 @@ class SavedTensors(Room):
         wrote it): the graphs that hold them now hold an earlier save, keyed apart, with
         the pending writes; the graph made now needs only the fresh one. One earlier
         save stands for all earlier iterations' (keys do not grow with the passes)."""
-        apart = {save: replace(save, key=((save.key[0], EARLIER), save.key[1])) for save in saves}
+        apart = {save: earlier_twin(save) for save in saves}
         st.saves = st.saves.renamed(apart)
         st.mutations = frozenset(replace(m, save=apart.get(m.save, m.save))
                                  for m in st.mutations)
