@@ -82,7 +82,6 @@ class UserCalls(Room):
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
         self._swapping: dict[int, bool] = {}  # module-level def -> whether it swaps layers
-        self._rebinding: dict[int, bool] = {}  # method -> whether it rebinds self.*
         self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
@@ -221,7 +220,7 @@ class UserCalls(Room):
         if not params or _is_static(definition) or (
                 definition.name.value != "forward" and not self.worth_following(definition)
                 and not rebinds_outer_names(method) and not self._own_helper(instance)
-                and not self._rebinds_self(definition)
+                and not _rebinds_self(method)
                 and not self._receives_graph(st, args)):
             forget_objects(st, [instance, *args])
             return None
@@ -266,14 +265,6 @@ class UserCalls(Room):
         later backward needs or frees."""
         return any(isinstance(arg, TensorRef) and arg.obj in st.heap
                    and st.heap[arg.obj].requires_grad is Tri.YES for arg in args)
-
-    def _rebinds_self(self, definition: cst.FunctionDef) -> bool:
-        """Whether a method rebinds attributes of its object (``self.h = ...``): a call
-        of it is followed, so that what it leaves there is known after it."""
-        key = id(definition)
-        if key not in self._rebinding:
-            self._rebinding[key] = bool(assigned_self_attrs(definition))
-        return self._rebinding[key]
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -573,3 +564,12 @@ def _is_static(definition: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod",
                                                                          "classmethod")
                for d in definition.decorators)
+
+
+def _rebinds_self(method: FunctionVal) -> bool:
+    """Whether a method rebinds attributes of its object (``self.h = ...``): a call of it
+    is followed, so that what it leaves there is known after it (read once per ``def``,
+    on its scope)."""
+    if isinstance(method.scope, FunctionScope):
+        return bool(method.scope.rebound_self_attrs)
+    return bool(assigned_self_attrs(method.node))

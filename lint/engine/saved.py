@@ -42,9 +42,6 @@ class SavedTensors(Room):
         # owner object -> every owner object below it (a model -> its layers, its Parameters)
         self.owned: dict[Hashable, frozenset] = {}
         self._freed_keys: tuple = (None, frozenset())  # the last freed saves, and their keys
-        # the saves set apart since the caller last emptied it: a graph it read before
-        # the saves were added is renamed by it (``SaveSet.renamed``)
-        self.set_apart_now: dict = {}
         # saves set apart this file may still make: each reads every object of the heap
         self.set_apart_left = SET_APART_BUDGET
 
@@ -137,11 +134,21 @@ class SavedTensors(Room):
                      result: Optional[TensorRef], display: str,
                      site: Optional[Hashable] = None,
                      inplace_self: Optional[Tri] = None) -> frozenset:
-        """Record what ``op`` saves; ``operands`` maps argument keys (as strings) to
-        ``(value, text)``, the text as written or the node to write it from. Returns the
-        new records (to add to the result's ``saves``). ``inplace_self``: the op writes its
-        result into operand 0, which required grad so before the write; autograd keeps a
-        copy of that old value, and a saved output is recorded elsewhere."""
+        """Record what ``op`` saves (``saves_made``, then ``add_saves``); returns the new
+        records (to add to the result's ``saves``)."""
+        records = self.saves_made(st, node, op, operands, result, display, site, inplace_self)
+        self.add_saves(st, records)
+        return records
+
+    def saves_made(self, st: State, node: cst.CSTNode, op: OpName, operands: dict,
+                   result: Optional[TensorRef], display: str,
+                   site: Optional[Hashable] = None,
+                   inplace_self: Optional[Tri] = None) -> frozenset:
+        """What ``op`` saves, as records not yet added; ``operands`` maps argument keys (as
+        strings) to ``(value, text)``, the text as written or the node to write it from.
+        ``inplace_self``: the op writes its result into operand 0, which required grad so
+        before the write; autograd keeps a copy of that old value, and a saved output is
+        recorded elsewhere."""
         entry = _entry(self.knowledge.saved_ops, op.key(), node, operands)
         if entry is None or st.grad is not Tri.YES:
             return frozenset()
@@ -175,7 +182,6 @@ class SavedTensors(Room):
                 and result is not None and result_requires_grad is Tri.YES:
             records.add(SaveRecord(self.save_key(st, site or id(node), "result"),
                                    result.obj, display, node, ""))
-        self.add_saves(st, records)
         return frozenset(records)
 
     def save_inplace_operands(self, st: State, node: cst.CSTNode, target: TensorRef, op: OpName,
@@ -206,15 +212,18 @@ class SavedTensors(Room):
             facts = self.tensors.facts(st, tensor)
             st.heap[tensor.obj] = facts.evolve(saves=facts.saves | records)
 
-    def add_saves(self, st: State, records: Iterable[SaveRecord]) -> None:
+    def add_saves(self, st: State, records: Iterable[SaveRecord]) -> dict:
         """Add saves. A save made again (a loop's next pass: a fresh forward) supersedes
         a graph that a retained backward already went through: writes pending on that one
         no longer matter. Otherwise the older graph may still be needed (outputs kept in
         a list across iterations), and so are its pending writes: that save is set apart
-        as an earlier one (``_set_apart``), and the fresh one starts clean."""
+        as an earlier one (``_set_apart``), and the fresh one starts clean. Returns the
+        saves set apart, each with its earlier one: a graph read before the call (an op's
+        inputs') is renamed by it (``SaveSet.renamed``)."""
         records = frozenset(records)
+        apart: dict = {}
         if not records:
-            return
+            return apart
         superseded = frozenset(s for s in st.retained if s in records)
         if superseded:
             st.mutations = frozenset(m for m in st.mutations if m.save not in superseded)
@@ -223,7 +232,7 @@ class SavedTensors(Room):
             written = {mutation.save for mutation in st.mutations} & records
             if written and self.set_apart_left > 0:
                 self.set_apart_left -= 1
-                self._set_apart(st, written)
+                apart = self._set_apart(st, written)
             elif written:  # past the file's budget: the earlier graphs' pending writes are
                 st.mutations = frozenset(  # given up (not reported), never guessed at
                     m for m in st.mutations if m.save not in written)
@@ -232,6 +241,7 @@ class SavedTensors(Room):
             st.freed = frozenset(pair for pair in st.freed if pair[0] not in records)
         if st.stale:
             st.stale = st.stale - records
+        return apart
 
     def save_in_graph(self, st: State, tensor: Hashable, record: SaveRecord) -> None:
         """``record`` is a save made now, of a tensor's graph (``tensor``: the object
@@ -250,7 +260,7 @@ class SavedTensors(Room):
         earlier = [twin for twin in map(earlier_twin, saves.flat()) if twin in live]
         return SaveSet.union(saves, earlier) if earlier else saves
 
-    def _set_apart(self, st: State, saves: set) -> None:
+    def _set_apart(self, st: State, saves: set) -> dict:
         """The saves ``saves`` are made again while writes to what they saved are
         pending (a layer's next iteration saves its input again after this iteration
         wrote it): the graphs that hold them now hold an earlier save, keyed apart, with
@@ -265,7 +275,7 @@ class SavedTensors(Room):
                 saves_now = facts.saves.renamed(apart)
                 if saves_now is not facts.saves:
                     st.heap[obj] = facts.evolve(saves=saves_now)
-        self.set_apart_now.update(apart)
+        return apart
 
     def retire_storage(self, st: State, obj: Hashable) -> None:
         """An allocation site makes a new tensor (the next pass of a loop, a second call):

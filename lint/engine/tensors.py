@@ -168,11 +168,10 @@ class Tensors(Room):
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
-            self.saved.set_apart_now = {}
-            records = self.saved.record_saves(st, node, producer, operands, result, display, site)
-            if self.saved.set_apart_now:  # the inputs' graphs were read before that
-                graphs = [SaveSet.union(graph).renamed(self.saved.set_apart_now)
-                          for graph in graphs]
+            records = self.saved.saves_made(st, node, producer, operands, result, display, site)
+            apart = self.saved.add_saves(st, records)
+            if apart:  # the inputs' graphs were read before that
+                graphs = [SaveSet.union(graph).renamed(apart) for graph in graphs]
             graphs.append(records)
         st.heap[result.obj] = st.heap[result.obj].evolve(saves=SaveSet.union(*graphs))
         return result
