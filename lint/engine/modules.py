@@ -385,7 +385,10 @@ class Modules(Room):
         if module.kind == "Sequential":
             for position, child in enumerate(module.children):
                 if isinstance(child, Instance) and child.info.is_module:
-                    value = self.user_module_call(st, node, child, [value])
+                    # each position its own tensors: two blocks of one class are two
+                    # calls, whose outputs are two tensors (torch's layers below: ``site``)
+                    with self.stack.allocation((id(node), position)):
+                        value = self.user_module_call(st, node, child, [value])
                     continue
                 if not isinstance(child, ModuleObj):
                     return UNKNOWN
