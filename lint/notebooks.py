@@ -245,11 +245,11 @@ def _joined(source, number: int) -> str:
 
 
 def _without_margin(text: str) -> tuple[str, str]:
-    """IPython's ``leading_indent``: a cell whose first line is indented runs with that
-    indentation (the margin) taken off every line that starts with it. Returns the
-    margin and the text without it."""
+    """IPython's ``leading_indent``: a cell whose first line that is not blank is
+    indented runs with that indentation (the margin) taken off every line that starts
+    with it. Returns the margin and the text without it."""
     lines = text.split("\n")
-    margin = _indent(lines[0])
+    margin = _indent(next((line for line in lines if line.strip()), ""))
     if not margin:
         return "", text
     return margin, "\n".join(line[len(margin):] if line.startswith(margin) else line
@@ -274,31 +274,51 @@ def _margin_at(cell: CodeCell, line: Optional[int]) -> int:
 def python_of(text: str) -> tuple[str, tuple[str, ...]]:
     """A cell's text as Python, ending with a newline: each line of IPython syntax
     replaced by ``MAGIC_PLACEHOLDER`` at its indentation (a cell magic whose body is not
-    Python: every line), and those lines, in order."""
+    Python: every line; one whose body is: its first line and the IPython lines of the
+    body), and those lines, in order."""
     lines = text.split("\n")
     if lines[-1] == "" and len(lines) > 1:
         lines.pop()  # the text ended with a newline
-    magic_lines = _ipython_lines(lines)
-    whole_cell = len(magic_lines) == len(lines) and _cell_magic(lines) is not None
+    python, magics = _python_lines(lines)
+    return "\n".join(python) + "\n", tuple(magics)
+
+
+def _python_lines(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The lines of a cell (or of a cell magic's body) with IPython's syntax replaced, and
+    the lines the placeholders stand for, in order. As IPython reads a cell: a cell magic
+    is the first line that is not blank (``leading_empty_lines``), and the rest of the cell
+    is its body; the body of a magic in ``PYTHON_CELL_MAGICS`` is a cell of its own (IPython
+    transforms it before running it), any other magic's body is not Python."""
+    start = next((number for number, line in enumerate(lines) if line.strip()), len(lines))
+    magic = _cell_magic(lines[start]) if start < len(lines) else None
+    if magic is None:
+        return _with_placeholders(lines, _ipython_lines(lines))
+    if magic in PYTHON_CELL_MAGICS:
+        body, body_magics = _python_lines(lines[start + 1:])
+        return lines[:start] + [MAGIC_PLACEHOLDER] + body, [lines[start]] + body_magics
+    magic_lines = lines[start:]  # at the margin, whatever their indentation
+    return lines[:start] + [MAGIC_PLACEHOLDER] * len(magic_lines), magic_lines
+
+
+def _with_placeholders(lines: list[str], magic_lines: set[int]) -> tuple[list[str], list[str]]:
+    """``lines`` with those at the indexes ``magic_lines`` replaced by placeholders at
+    their indentation (a line a backslash continues: at its magic's), and those lines."""
     python, magics = [], []
     indent, continued = "", False
     for number, line in enumerate(lines):
-        if number in magic_lines:  # a non-Python cell's lines all at the margin
-            if not continued:  # a continuation line: at its magic's indentation
-                indent = "" if whole_cell else _indent(line)
+        if number in magic_lines:
+            if not continued:
+                indent = _indent(line)
             continued = line.endswith("\\")
             python.append(indent + MAGIC_PLACEHOLDER)
             magics.append(line)
         else:
             python.append(line)
-    return "\n".join(python) + "\n", tuple(magics)
+    return python, magics
 
 
 def _ipython_lines(lines: list[str]) -> set[int]:
     """The indexes of the lines written in IPython's syntax rather than Python's."""
-    magic = _cell_magic(lines)
-    if magic is not None:
-        return {0} if magic in PYTHON_CELL_MAGICS else set(range(len(lines)))
     found: set[int] = set()
     in_string = continued = False
     for number, line in enumerate(lines):
@@ -312,9 +332,9 @@ def _ipython_lines(lines: list[str]) -> set[int]:
     return found
 
 
-def _cell_magic(lines: Sequence[str]) -> Optional[str]:
-    """The name of the cell magic (``%%time``: ``time``) the cell starts with, if any."""
-    first = lines[0].lstrip() if lines else ""
+def _cell_magic(line: str) -> Optional[str]:
+    """The name of the cell magic (``%%time``: ``time``) ``line`` starts, if it does."""
+    first = line.lstrip()
     if not first.startswith("%%"):
         return None
     return first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""

@@ -94,6 +94,29 @@ def test_a_cell_magic_body_is_python_only_for_python_magics(magic, body_linted):
     compile(python if not body_linted else python.replace("  w", "w"), "<cell>", "exec")
 
 
+def test_a_python_cell_magic_body_is_read_as_a_cell_of_its_own():
+    """IPython runs the body of ``%%capture`` (``%%time``, ...) as a cell: its own shell
+    lines, magics and cell magic are IPython's, the rest is linted."""
+    python, magics = notebooks.python_of(
+        "%%capture\n!pip install speechbrain\n%%time\nw = 1\n!wget https://x/y.wav\n")
+    assert python.splitlines() == [MAGIC_PLACEHOLDER] * 3 + ["w = 1", MAGIC_PLACEHOLDER]
+    assert magics == ("%%capture", "!pip install speechbrain", "%%time",
+                      "!wget https://x/y.wav")
+
+
+def test_a_cell_magic_after_blank_lines_is_the_cells():
+    """IPython drops a cell's leading blank lines before it looks for a cell magic."""
+    python, magics = notebooks.python_of("\n%%bash\nls -l\n")
+    assert python.splitlines() == ["", MAGIC_PLACEHOLDER, MAGIC_PLACEHOLDER]
+    assert magics == ("%%bash", "ls -l")
+
+
+def test_the_margin_is_the_first_line_that_is_not_blank():
+    notebook = Notebook.read(notebook_json(["\n", "  x = 1\n", "  y = 2"]))
+    assert notebook.cells[0].margin == "  "
+    compile(notebook.python, "<cell>", "exec")
+
+
 def test_lines_map_back_to_cells_counted_among_all_cells():
     notebook = Notebook.read(notebook_json(SETUP, TRAIN))
     assert [cell.number for cell in notebook.cells] == [2, 3]  # the markdown cell is 1
