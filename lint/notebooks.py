@@ -35,7 +35,12 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
 _MAGIC_LINE = re.compile(r"\s*(?:[%!?]|[\w.*]+\?{1,2}\s*$)")  # ``torch.*Tensor?`` too
 _MAGIC_ASSIGNMENT = re.compile(r"\s*[\w.,\[\]\s]+?\s*=\s*[%!]")
-_TRIPLE_QUOTE = re.compile(r"'''|\"\"\"")
+_QUOTES = ("'''", '"""', "'", '"')
+# In code: what opens a string or a bracket, closes a bracket, starts a comment, or (at the
+# end) continues the line; in a string, what ends it (a backslash escapes, or at the end
+# of the line continues the string).
+_CODE_TOKEN = re.compile(r"'''|\"\"\"|['\"#()\[\]{}]|\\$")
+_STRING_END = {quote: re.compile(r"\\(?:.|$)|" + re.escape(quote)) for quote in _QUOTES}
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -318,18 +323,61 @@ def _with_placeholders(lines: list[str], magic_lines: set[int]) -> tuple[list[st
 
 
 def _ipython_lines(lines: list[str]) -> set[int]:
-    """The indexes of the lines written in IPython's syntax rather than Python's."""
+    """The indexes of the lines written in IPython's syntax rather than Python's. As in
+    IPython (whose transforms look at the first token of each logical line), only a line
+    that starts a statement can be one: a line inside brackets or a string, or after a
+    backslash, is Python (``% (acc))`` continuing a ``print(``); the lines a backslash
+    joins to an IPython line are IPython's too."""
     found: set[int] = set()
-    in_string = continued = False
+    left_open = _OpenCode()  # by the Python lines before
+    continued = False
     for number, line in enumerate(lines):
-        if continued or (not in_string and (_MAGIC_LINE.match(line)
-                                            or _MAGIC_ASSIGNMENT.match(line))):
+        if continued or (left_open.closed and (_MAGIC_LINE.match(line)
+                                               or _MAGIC_ASSIGNMENT.match(line))):
             found.add(number)
             continued = line.endswith("\\")
-            continue
-        if len(_TRIPLE_QUOTE.findall(line)) % 2:  # a rough count: enough to skip docstrings
-            in_string = not in_string
+        else:
+            left_open = left_open.after(line)
     return found
+
+
+@dataclass(frozen=True)
+class _OpenCode:
+    """What Python lines leave open for the next line: brackets, a string, a backslash.
+    A scan, not a tokenizer: enough to tell whether the next line starts a statement."""
+
+    brackets: int = 0
+    quote: str = ""  # the quotes that close the string left open
+    backslash: bool = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the next line starts a statement."""
+        return not (self.brackets or self.quote or self.backslash)
+
+    def after(self, line: str) -> "_OpenCode":
+        """What is left open after ``line`` too."""
+        brackets, quote, at = self.brackets, self.quote, 0
+        while True:
+            if quote:
+                match = _STRING_END[quote].search(line, at)
+                if match is None:  # one quote: the line ends an unclosed string (an error)
+                    return _OpenCode(brackets, quote if len(quote) == 3 else "")
+                if match.group() == "\\":  # at the end of the line: the string goes on
+                    return _OpenCode(brackets, quote)
+                quote = "" if match.group() == quote else quote
+            else:
+                match = _CODE_TOKEN.search(line, at)
+                if match is None or match.group() == "#":
+                    return _OpenCode(brackets)
+                token = match.group()
+                if token == "\\":
+                    return _OpenCode(brackets, backslash=True)
+                if token in _QUOTES:
+                    quote = token
+                else:
+                    brackets = brackets + 1 if token in "([{" else max(brackets - 1, 0)
+            at = match.end()
 
 
 def _cell_magic(line: str) -> Optional[str]:

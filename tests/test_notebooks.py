@@ -82,16 +82,36 @@ def test_an_indented_cell_runs_dedented_as_in_ipython(project):
         " with torch.no_grad():\n", "     w.add_(1)\n", " w.sum()"]
 
 
-def test_a_string_that_looks_like_a_magic_is_left_alone():
-    text = 'doc = """\n%not a magic\n"""\n'
-    assert notebooks.python_of(text) == (text, ())
-
-
 @pytest.mark.parametrize("magic, body_linted", [("%%time", True), ("%%bash", False)])
 def test_a_cell_magic_body_is_python_only_for_python_magics(magic, body_linted):
     python, _ = notebooks.python_of(f"{magic}\n  w.add_(1)\n")
     assert ("w.add_(1)" in python) == body_linted
     compile(python if not body_linted else python.replace("  w", "w"), "<cell>", "exec")
+
+
+@pytest.mark.parametrize("text", [
+    'print("acc: %.2f"\n      % (acc))\n',  # Torch-Pruning, captum
+    'x = ("%d"\n% (3))\n',
+    'x = 1 + \\\n%d\n',
+    'x = f(a,  # a comment (\n      !b)\n',
+    's = """\n%not a magic\n"""\n',
+    "s = 'a\\\n%b'\n",
+])
+def test_a_line_that_does_not_start_a_statement_is_python(text):
+    """IPython's transforms read the first token of a logical line: a line inside
+    brackets or a string, or after a backslash, is never IPython syntax."""
+    assert notebooks.python_of(text) == (text, ())
+
+
+@pytest.mark.parametrize("text", [
+    'x = "(" + "[" # {\n!ls\n',
+    's = "a"""\n!ls\n',
+    "s = '''\n(\n'''\n!ls\n",
+    '!echo (\n!ls\n',
+])
+def test_brackets_and_quotes_in_strings_comments_and_magics_are_closed(text):
+    python, magics = notebooks.python_of(text)
+    assert magics[-1] == "!ls" and python.endswith(MAGIC_PLACEHOLDER + "\n")
 
 
 def test_a_python_cell_magic_body_is_read_as_a_cell_of_its_own():
