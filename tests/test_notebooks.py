@@ -4,6 +4,7 @@ other byte kept."""
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 from dataclasses import replace
@@ -161,6 +162,72 @@ def test_a_fix_that_moves_code_across_cells_is_refused():
     notebook = Notebook.read(notebook_json(SETUP, TRAIN))
     with pytest.raises(NotebookError, match="cell boundary"):
         notebook.changed_cells(notebook.python.replace(notebooks.CELL_BOUNDARY, "pass"))
+
+
+# --- the notebooks in tests/data/notebooks ----------------------------------------------
+
+NOTEBOOKS = Path(__file__).parent / "data" / "notebooks"
+# What each notebook holds: its one finding (code, cell, line); None: no finding
+EXPECTED = {"capture_install.ipynb": ("GG101", 4, 2),
+            "percent_continuation.ipynb": ("GG101", 3, 6),
+            "ipython_syntax.ipynb": None}
+
+
+def test_every_notebook_fixture_has_its_expectation():
+    assert sorted(path.name for path in NOTEBOOKS.glob("*.ipynb")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_notebook_fixture_is_linted_with_its_finding_in_its_cell(name):
+    """Each is linted as a whole (no GG001), the finding at the cell and line it is on."""
+    result = gg("check", "--no-cache", "--format", "json", str(NOTEBOOKS / name))
+    found = [(f["code"], f["cell"], f["line"]) for f in findings(result)]
+    assert found == ([EXPECTED[name]] if EXPECTED[name] else [])
+
+
+def test_a_fix_after_a_capture_cell_goes_into_its_cell(project):
+    """The ``%%capture`` cell's ``!`` lines do not move the fixed cell's lines."""
+    path = project("install.ipynb", (NOTEBOOKS / "capture_install.ipynb").read_text())
+    before = json.loads(path.read_text(encoding="utf-8"))
+    assert gg("check", "--no-cache", "--fix", "install.ipynb").exit_code == 0
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][3]["source"] == ["w = torch.ones(3, requires_grad=True)\n",
+                                           "with torch.no_grad():\n", "    w *= 2"]
+    del before["cells"][3]["source"], after["cells"][3]["source"]
+    assert after == before
+
+
+def _ipython_runs(source: str) -> bool:
+    """Whether IPython would run the cell ``source`` rather than fail to compile it: its
+    transform (``TransformerManager``, the reference for what a cell means) is Python, and
+    so, for a cell magic whose body IPython transforms and runs, is that body's."""
+    inputtransformer2 = pytest.importorskip("IPython.core.inputtransformer2")
+    try:
+        module = ast.parse(inputtransformer2.TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return False
+    match module.body:
+        case [ast.Expr(ast.Call(ast.Attribute(attr="run_cell_magic"),
+                                [ast.Constant(name), _, ast.Constant(body)]))] \
+                if name in notebooks.PYTHON_CELL_MAGICS:
+            return _ipython_runs(body)
+    return True
+
+
+def _notebook_cells() -> list:
+    """Each code cell of the notebook fixtures, as a parameter named by its place."""
+    return [pytest.param(cell, id=f"{path.name}:cell {cell.number}")
+            for path in sorted(NOTEBOOKS.glob("*.ipynb"))
+            for cell in Notebook.read(path.read_bytes()).cells]
+
+
+@pytest.mark.parametrize("cell", _notebook_cells())
+def test_where_ipython_runs_a_cell_gradguard_reads_python(cell):
+    """gradguard's Python for the cell compiles wherever IPython's reading of it does: no
+    GG001 for a cell that runs."""
+    where = f"cell {cell.number}"
+    assert _ipython_runs(cell.source), f"{where}: a fixture IPython itself cannot run"
+    compile(cell.python, where, "exec")
 
 
 # --- the command line -------------------------------------------------------------------
