@@ -252,7 +252,8 @@ def _joined(source, number: int) -> str:
 def _without_margin(text: str) -> tuple[str, str]:
     """IPython's ``leading_indent``: a cell whose first line that is not blank is
     indented runs with that indentation (the margin) taken off every line that starts
-    with it. Returns the margin and the text without it."""
+    with it. Returns the margin and the text without it. (IPython 9 takes off the
+    indentation common to every line: the same margin where every line has it.)"""
     lines = text.split("\n")
     margin = _indent(next((line for line in lines if line.strip()), ""))
     if not margin:
