@@ -35,7 +35,12 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
 _MAGIC_LINE = re.compile(r"\s*(?:[%!?]|[\w.*]+\?{1,2}\s*$)")  # ``torch.*Tensor?`` too
 _MAGIC_ASSIGNMENT = re.compile(r"\s*[\w.,\[\]\s]+?\s*=\s*[%!]")
-_TRIPLE_QUOTE = re.compile(r"'''|\"\"\"")
+_QUOTES = ("'''", '"""', "'", '"')
+# In code: what opens a string or a bracket, closes a bracket, starts a comment, or (at the
+# end) continues the line; in a string, what ends it (a backslash escapes, or at the end
+# of the line continues the string).
+_CODE_TOKEN = re.compile(r"'''|\"\"\"|['\"#()\[\]{}]|\\$")
+_STRING_END = {quote: re.compile(r"\\(?:.|$)|" + re.escape(quote)) for quote in _QUOTES}
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -245,11 +250,12 @@ def _joined(source, number: int) -> str:
 
 
 def _without_margin(text: str) -> tuple[str, str]:
-    """IPython's ``leading_indent``: a cell whose first line is indented runs with that
-    indentation (the margin) taken off every line that starts with it. Returns the
-    margin and the text without it."""
+    """IPython's ``leading_indent``: a cell whose first line that is not blank is
+    indented runs with that indentation (the margin) taken off every line that starts
+    with it. Returns the margin and the text without it. (IPython 9 takes off the
+    indentation common to every line: the same margin where every line has it.)"""
     lines = text.split("\n")
-    margin = _indent(lines[0])
+    margin = _indent(next((line for line in lines if line.strip()), ""))
     if not margin:
         return "", text
     return margin, "\n".join(line[len(margin):] if line.startswith(margin) else line
@@ -274,47 +280,110 @@ def _margin_at(cell: CodeCell, line: Optional[int]) -> int:
 def python_of(text: str) -> tuple[str, tuple[str, ...]]:
     """A cell's text as Python, ending with a newline: each line of IPython syntax
     replaced by ``MAGIC_PLACEHOLDER`` at its indentation (a cell magic whose body is not
-    Python: every line), and those lines, in order."""
+    Python: every line; one whose body is: its first line and the IPython lines of the
+    body), and those lines, in order."""
     lines = text.split("\n")
     if lines[-1] == "" and len(lines) > 1:
         lines.pop()  # the text ended with a newline
-    magic_lines = _ipython_lines(lines)
-    whole_cell = len(magic_lines) == len(lines) and _cell_magic(lines) is not None
+    python, magics = _python_lines(lines)
+    return "\n".join(python) + "\n", tuple(magics)
+
+
+def _python_lines(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The lines of a cell (or of a cell magic's body) with IPython's syntax replaced, and
+    the lines the placeholders stand for, in order. As IPython reads a cell: a cell magic
+    is the first line that is not blank (``leading_empty_lines``), and the rest of the cell
+    is its body; the body of a magic in ``PYTHON_CELL_MAGICS`` is a cell of its own (IPython
+    transforms it before running it), any other magic's body is not Python."""
+    start = next((number for number, line in enumerate(lines) if line.strip()), len(lines))
+    magic = _cell_magic(lines[start]) if start < len(lines) else None
+    if magic is None:
+        return _with_placeholders(lines, _ipython_lines(lines))
+    if magic in PYTHON_CELL_MAGICS:
+        body, body_magics = _python_lines(lines[start + 1:])
+        return lines[:start] + [MAGIC_PLACEHOLDER] + body, [lines[start]] + body_magics
+    magic_lines = lines[start:]  # at the margin, whatever their indentation
+    return lines[:start] + [MAGIC_PLACEHOLDER] * len(magic_lines), magic_lines
+
+
+def _with_placeholders(lines: list[str], magic_lines: set[int]) -> tuple[list[str], list[str]]:
+    """``lines`` with those at the indexes ``magic_lines`` replaced by placeholders at
+    their indentation (a line a backslash continues: at its magic's), and those lines."""
     python, magics = [], []
     indent, continued = "", False
     for number, line in enumerate(lines):
-        if number in magic_lines:  # a non-Python cell's lines all at the margin
-            if not continued:  # a continuation line: at its magic's indentation
-                indent = "" if whole_cell else _indent(line)
+        if number in magic_lines:
+            if not continued:
+                indent = _indent(line)
             continued = line.endswith("\\")
             python.append(indent + MAGIC_PLACEHOLDER)
             magics.append(line)
         else:
             python.append(line)
-    return "\n".join(python) + "\n", tuple(magics)
+    return python, magics
 
 
 def _ipython_lines(lines: list[str]) -> set[int]:
-    """The indexes of the lines written in IPython's syntax rather than Python's."""
-    magic = _cell_magic(lines)
-    if magic is not None:
-        return {0} if magic in PYTHON_CELL_MAGICS else set(range(len(lines)))
+    """The indexes of the lines written in IPython's syntax rather than Python's. As in
+    IPython (whose transforms look at the first token of each logical line), only a line
+    that starts a statement can be one: a line inside brackets or a string, or after a
+    backslash, is Python (``% (acc))`` continuing a ``print(``); the lines a backslash
+    joins to an IPython line are IPython's too."""
     found: set[int] = set()
-    in_string = continued = False
+    left_open = _OpenCode()  # by the Python lines before
+    continued = False
     for number, line in enumerate(lines):
-        if continued or (not in_string and (_MAGIC_LINE.match(line)
-                                            or _MAGIC_ASSIGNMENT.match(line))):
+        if continued or (left_open.closed and (_MAGIC_LINE.match(line)
+                                               or _MAGIC_ASSIGNMENT.match(line))):
             found.add(number)
             continued = line.endswith("\\")
-            continue
-        if len(_TRIPLE_QUOTE.findall(line)) % 2:  # a rough count: enough to skip docstrings
-            in_string = not in_string
+        else:
+            left_open = left_open.after(line)
     return found
 
 
-def _cell_magic(lines: Sequence[str]) -> Optional[str]:
-    """The name of the cell magic (``%%time``: ``time``) the cell starts with, if any."""
-    first = lines[0].lstrip() if lines else ""
+@dataclass(frozen=True)
+class _OpenCode:
+    """What Python lines leave open for the next line: brackets, a string, a backslash.
+    A scan, not a tokenizer: enough to tell whether the next line starts a statement."""
+
+    brackets: int = 0
+    quote: str = ""  # the quotes that close the string left open
+    backslash: bool = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the next line starts a statement."""
+        return not (self.brackets or self.quote or self.backslash)
+
+    def after(self, line: str) -> "_OpenCode":
+        """What is left open after ``line`` too."""
+        brackets, quote, at = self.brackets, self.quote, 0
+        while True:
+            if quote:
+                match = _STRING_END[quote].search(line, at)
+                if match is None:  # one quote: the line ends an unclosed string (an error)
+                    return _OpenCode(brackets, quote if len(quote) == 3 else "")
+                if match.group() == "\\":  # at the end of the line: the string goes on
+                    return _OpenCode(brackets, quote)
+                quote = "" if match.group() == quote else quote
+            else:
+                match = _CODE_TOKEN.search(line, at)
+                if match is None or match.group() == "#":
+                    return _OpenCode(brackets)
+                token = match.group()
+                if token == "\\":
+                    return _OpenCode(brackets, backslash=True)
+                if token in _QUOTES:
+                    quote = token
+                else:
+                    brackets = brackets + 1 if token in "([{" else max(brackets - 1, 0)
+            at = match.end()
+
+
+def _cell_magic(line: str) -> Optional[str]:
+    """The name of the cell magic (``%%time``: ``time``) ``line`` starts, if it does."""
+    first = line.lstrip()
     if not first.startswith("%%"):
         return None
     return first[2:].split(maxsplit=1)[0] if first[2:].strip() else ""

@@ -4,6 +4,7 @@ other byte kept."""
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 from dataclasses import replace
@@ -82,16 +83,59 @@ def test_an_indented_cell_runs_dedented_as_in_ipython(project):
         " with torch.no_grad():\n", "     w.add_(1)\n", " w.sum()"]
 
 
-def test_a_string_that_looks_like_a_magic_is_left_alone():
-    text = 'doc = """\n%not a magic\n"""\n'
-    assert notebooks.python_of(text) == (text, ())
-
-
 @pytest.mark.parametrize("magic, body_linted", [("%%time", True), ("%%bash", False)])
 def test_a_cell_magic_body_is_python_only_for_python_magics(magic, body_linted):
     python, _ = notebooks.python_of(f"{magic}\n  w.add_(1)\n")
     assert ("w.add_(1)" in python) == body_linted
     compile(python if not body_linted else python.replace("  w", "w"), "<cell>", "exec")
+
+
+@pytest.mark.parametrize("text", [
+    'print("acc: %.2f"\n      % (acc))\n',  # Torch-Pruning, captum
+    'x = ("%d"\n% (3))\n',
+    'x = 1 + \\\n%d\n',
+    'x = f(a,  # a comment (\n      !b)\n',
+    's = """\n%not a magic\n"""\n',
+    "s = 'a\\\n%b'\n",
+])
+def test_a_line_that_does_not_start_a_statement_is_python(text):
+    """IPython's transforms read the first token of a logical line: a line inside
+    brackets or a string, or after a backslash, is never IPython syntax."""
+    assert notebooks.python_of(text) == (text, ())
+
+
+@pytest.mark.parametrize("text", [
+    'x = "(" + "[" # {\n!ls\n',
+    's = "a"""\n!ls\n',
+    "s = '''\n(\n'''\n!ls\n",
+    '!echo (\n!ls\n',
+])
+def test_brackets_and_quotes_in_strings_comments_and_magics_are_closed(text):
+    python, magics = notebooks.python_of(text)
+    assert magics[-1] == "!ls" and python.endswith(MAGIC_PLACEHOLDER + "\n")
+
+
+def test_a_python_cell_magic_body_is_read_as_a_cell_of_its_own():
+    """IPython runs the body of ``%%capture`` (``%%time``, ...) as a cell: its own shell
+    lines, magics and cell magic are IPython's, the rest is linted."""
+    python, magics = notebooks.python_of(
+        "%%capture\n!pip install speechbrain\n%%time\nw = 1\n!wget https://x/y.wav\n")
+    assert python.splitlines() == [MAGIC_PLACEHOLDER] * 3 + ["w = 1", MAGIC_PLACEHOLDER]
+    assert magics == ("%%capture", "!pip install speechbrain", "%%time",
+                      "!wget https://x/y.wav")
+
+
+def test_a_cell_magic_after_blank_lines_is_the_cells():
+    """IPython drops a cell's leading blank lines before it looks for a cell magic."""
+    python, magics = notebooks.python_of("\n%%bash\nls -l\n")
+    assert python.splitlines() == ["", MAGIC_PLACEHOLDER, MAGIC_PLACEHOLDER]
+    assert magics == ("%%bash", "ls -l")
+
+
+def test_the_margin_is_the_first_line_that_is_not_blank():
+    notebook = Notebook.read(notebook_json(["\n", "  x = 1\n", "  y = 2"]))
+    assert notebook.cells[0].margin == "  "
+    compile(notebook.python, "<cell>", "exec")
 
 
 def test_lines_map_back_to_cells_counted_among_all_cells():
@@ -118,6 +162,72 @@ def test_a_fix_that_moves_code_across_cells_is_refused():
     notebook = Notebook.read(notebook_json(SETUP, TRAIN))
     with pytest.raises(NotebookError, match="cell boundary"):
         notebook.changed_cells(notebook.python.replace(notebooks.CELL_BOUNDARY, "pass"))
+
+
+# --- the notebooks in tests/data/notebooks ----------------------------------------------
+
+NOTEBOOKS = Path(__file__).parent / "data" / "notebooks"
+# What each notebook holds: its one finding (code, cell, line); None: no finding
+EXPECTED = {"capture_install.ipynb": ("GG101", 4, 2),
+            "percent_continuation.ipynb": ("GG101", 3, 6),
+            "ipython_syntax.ipynb": None}
+
+
+def test_every_notebook_fixture_has_its_expectation():
+    assert sorted(path.name for path in NOTEBOOKS.glob("*.ipynb")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_notebook_fixture_is_linted_with_its_finding_in_its_cell(name):
+    """Each is linted as a whole (no GG001), the finding at the cell and line it is on."""
+    result = gg("check", "--no-cache", "--format", "json", str(NOTEBOOKS / name))
+    found = [(f["code"], f["cell"], f["line"]) for f in findings(result)]
+    assert found == ([EXPECTED[name]] if EXPECTED[name] else [])
+
+
+def test_a_fix_after_a_capture_cell_goes_into_its_cell(project):
+    """The ``%%capture`` cell's ``!`` lines do not move the fixed cell's lines."""
+    path = project("install.ipynb", (NOTEBOOKS / "capture_install.ipynb").read_text())
+    before = json.loads(path.read_text(encoding="utf-8"))
+    assert gg("check", "--no-cache", "--fix", "install.ipynb").exit_code == 0
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][3]["source"] == ["w = torch.ones(3, requires_grad=True)\n",
+                                           "with torch.no_grad():\n", "    w *= 2"]
+    del before["cells"][3]["source"], after["cells"][3]["source"]
+    assert after == before
+
+
+def _ipython_runs(source: str) -> bool:
+    """Whether IPython would run the cell ``source`` rather than fail to compile it: its
+    transform (``TransformerManager``, the reference for what a cell means) is Python, and
+    so, for a cell magic whose body IPython transforms and runs, is that body's."""
+    inputtransformer2 = pytest.importorskip("IPython.core.inputtransformer2")
+    try:
+        module = ast.parse(inputtransformer2.TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return False
+    match module.body:
+        case [ast.Expr(ast.Call(ast.Attribute(attr="run_cell_magic"),
+                                [ast.Constant(name), _, ast.Constant(body)]))] \
+                if name in notebooks.PYTHON_CELL_MAGICS:
+            return _ipython_runs(body)
+    return True
+
+
+def _notebook_cells() -> list:
+    """Each code cell of the notebook fixtures, as a parameter named by its place."""
+    return [pytest.param(cell, id=f"{path.name}:cell {cell.number}")
+            for path in sorted(NOTEBOOKS.glob("*.ipynb"))
+            for cell in Notebook.read(path.read_bytes()).cells]
+
+
+@pytest.mark.parametrize("cell", _notebook_cells())
+def test_where_ipython_runs_a_cell_gradguard_reads_python(cell):
+    """gradguard's Python for the cell compiles wherever IPython's reading of it does: no
+    GG001 for a cell that runs."""
+    where = f"cell {cell.number}"
+    assert _ipython_runs(cell.source), f"{where}: a fixture IPython itself cannot run"
+    compile(cell.python, where, "exec")
 
 
 # --- the command line -------------------------------------------------------------------
