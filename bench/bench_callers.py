@@ -1,4 +1,4 @@
-"""Time the cross-file callers index (``gradguard.callers``) on a tree.
+"""Time the cross-file callers index (``gradguard.analysis.callers``) on a tree.
 
     python bench/bench_callers.py /work/realcode/src/transformers
 
@@ -12,16 +12,16 @@ have a caller with grad off. Only the functions whose body may matter are asked 
 
 from __future__ import annotations
 
-import ast
 import argparse
+import ast
 import resource
 import time
 from pathlib import Path
 
-from gradguard.callers import MAX_FILES
-from gradguard.facts import Tri
-from gradguard.project import Project
-from gradguard.relevance import module_names_that_matter
+from gradguard.analysis.callers import MAX_FILES
+from gradguard.analysis.project import Project
+from gradguard.domain.facts import Tri
+from gradguard.syntax.relevance import module_names_that_matter
 
 
 def main() -> None:

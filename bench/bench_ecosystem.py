@@ -41,8 +41,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from gradguard.files import FileFinder
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
+from gradguard.configuration.files import FileFinder
+from gradguard.domain.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
 
 EXCLUDE = ("__pycache__",)  # gradguard's default list would skip build/, dist/ and more
 NOT_PACKAGES = (".dist-info", ".egg-info", ".data", ".libs", "__pycache__")

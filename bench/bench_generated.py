@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from gradguard.checker import check_source
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
+from gradguard.analysis.checker import check_source
+from gradguard.domain.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
 
 WIDTH = 8  # the side of every generated tensor and layer
 ENGINE_CODES = (SYNTAX_ERROR, DECODE_ERROR, INTERNAL_ERROR)

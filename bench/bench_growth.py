@@ -126,7 +126,7 @@ def measure(path: str, max_memory_mb: int) -> None:
     if max_memory_mb:
         limit = max_memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from gradguard.checker import check_source
+    from gradguard.analysis.checker import check_source
     from gradguard.rules import ALL_RULES
 
     check_source(realistic(200, 0), "warm-up.py", ALL_RULES)  # tables load on first use

@@ -92,10 +92,10 @@ def breakdown(name: str, text: str, path: Path, repeat: int = 3) -> None:
     """Where one lint spends its time, best of ``repeat``, in this process."""
     import libcst as cst
 
-    from gradguard.checker import check_source
+    from gradguard.analysis.checker import check_source
     from gradguard.engine import analyze
-    from gradguard.positions import Positions
     from gradguard.rules import ALL_RULES
+    from gradguard.syntax.positions import Positions
 
     rules = [rule for rule in ALL_RULES if rule.default_enabled]
     check_source(text, str(path), rules)

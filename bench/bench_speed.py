@@ -34,7 +34,7 @@ be changed without touching the installed sources. The rows:
   else ruff on PATH);
 - ast.parse: every file read and given to ``ast.parse`` in one Python process, as a floor;
 - libcst parse: every file that says ``torch`` (those gradguard parses) given to gradguard's
-  parse (``gradguard.parse.parse_module``, libcst's parser) in as many processes as a cold
+  parse (``gradguard.syntax.parse.parse_module``, libcst's parser) in as many processes as a cold
   run uses, and nothing else: the least a cold run can take (skipped where this Python
   cannot import gradguard);
 - TorchFix: ``torchfix DIR``, all CPUs (``--torchfix``: the executable of a venv of its own,
@@ -81,7 +81,7 @@ from typing import Callable, Optional
 CORPORA = ("torch", "transformers", "generated")
 QUICK_CORPORA = ("torch", "generated")
 QUICK_TORCH_SUBDIR = "optim"
-# Directories that gradguard (gradguard.files.DEFAULT_EXCLUDE) or ruff (its default
+# Directories that gradguard (gradguard.configuration.files.DEFAULT_EXCLUDE) or ruff (its default
 # `exclude`) skip: left out of the copy, so that both lint every file that is counted.
 SKIPPED_DIRECTORIES = frozenset({
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -108,7 +108,7 @@ for top, directories, names in os.walk(sys.argv[1]):
 # in argv[2] processes (forked where the platform can, else in this one).
 PARSE_ALL_LIBCST = """\
 import multiprocessing, os, sys
-from gradguard.parse import parse_module
+from gradguard.syntax.parse import parse_module
 
 def parse(path):
     with open(path, "rb") as source:
@@ -520,7 +520,7 @@ def plan_rows(corpus: Corpus, gradguard: Gradguard, ruff: Optional[str],
 
 def gradguard_processes() -> int:
     """The processes a cold gradguard run uses by default (``linting.usable_cpus``)."""
-    from gradguard.linting import usable_cpus  # noqa: PLC0415 - only where gradguard imports
+    from gradguard.runs.linting import usable_cpus  # noqa: PLC0415 - only where gradguard imports
 
     return usable_cpus()
 

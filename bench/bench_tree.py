@@ -26,7 +26,7 @@ from pathlib import Path
 
 import libcst
 
-from gradguard.checker import check_source, decode
+from gradguard.analysis.checker import check_source, decode
 from gradguard.engine.summaries import Counts
 
 

@@ -1,6 +1,6 @@
 """``python -m gradguard``: the same as the ``gradguard`` command."""
 
-from gradguard.cli import main
+from gradguard.frontends.cli import main
 
 if __name__ == "__main__":
     main(prog_name="gradguard")

@@ -10,8 +10,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Optional
 
-from gradguard.facts import TensorFacts, Tri
-from gradguard.events import (
+from gradguard.domain.events import (
     AliasWriteRead,
     BackwardThroughFreed,
     BackwardWithoutGrad,
@@ -25,12 +24,13 @@ from gradguard.events import (
     RequiresGradSet,
     SavedTensorMutated,
 )
+from gradguard.domain.facts import TensorFacts, Tri
 
 if TYPE_CHECKING:  # a rule module loads without libcst: a run answered by the cache
     import libcst as cst  # never needs it
 
-    from gradguard.events import Mutation
-    from gradguard.fixes import Rewrite
+    from gradguard.domain.events import Mutation
+    from gradguard.editing.fixes import Rewrite
     from gradguard.rules.claims import Claim
 
 Report = Callable[["cst.CSTNode", str, str, Optional["Rewrite"]], None]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gradguard.events import Mutation
+    from gradguard.domain.events import Mutation
 
 
 @dataclass(frozen=True)

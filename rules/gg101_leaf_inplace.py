@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradguard.events import IndexKind, InplaceWrite
-from gradguard.facts import Tri
+from gradguard.domain.events import IndexKind, InplaceWrite
+from gradguard.domain.facts import Tri
 from gradguard.rules.base import Rule, grad_mode_off, not_a_grad_leaf, quote
 from gradguard.rules.leaf_writes import leaf_write_remedy
 

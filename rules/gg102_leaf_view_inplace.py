@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from gradguard.events import IndexKind, InplaceWrite
-from gradguard.facts import Tri
+from gradguard.domain.events import IndexKind, InplaceWrite
+from gradguard.domain.facts import Tri
 from gradguard.rules.base import Rule, grad_mode_off, quote
 from gradguard.rules.leaf_writes import leaf_write_remedy
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from gradguard.events import SavedTensorMutated
+from gradguard.domain.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
 from gradguard.rules.claims import Claim
 
 if TYPE_CHECKING:
-    from gradguard.fixes import Rewrite
+    from gradguard.editing.fixes import Rewrite
 
 
 class SavedTensorInplace(Rule):
@@ -107,7 +107,10 @@ class SavedTensorInplace(Rule):
 
     @staticmethod
     def _fix(mutation) -> Optional["Rewrite"]:
-        from gradguard.fixes import InplaceOff, Rebind  # libcst: only where a file is linted
+        from gradguard.editing.fixes import (  # libcst: only where a file is linted
+            InplaceOff,
+            Rebind,
+        )
 
         if mutation.flag is not None:
             what = "op" if mutation.flag_site is None else "layer"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradguard.events import InplaceWrite
-from gradguard.facts import Tri
+from gradguard.domain.events import InplaceWrite
+from gradguard.domain.facts import Tri
 from gradguard.rules.base import Rule, quote
 
 

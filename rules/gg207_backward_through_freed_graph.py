@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import BackwardThroughFreed
+from gradguard.domain.events import BackwardThroughFreed
 from gradguard.rules.base import Rule, quote
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import SavedTensorMutated
+from gradguard.domain.events import SavedTensorMutated
 from gradguard.rules.base import Rule, quote
 from gradguard.rules.claims import Claim
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradguard.events import InplaceWrite
-from gradguard.facts import Tri
+from gradguard.domain.events import InplaceWrite
+from gradguard.domain.facts import Tri
 from gradguard.rules.base import Option, Rule, quote
 
 
@@ -77,7 +77,7 @@ class DataWrite(Rule):
     )
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
-        from gradguard import fixes  # libcst, loaded only where a file is linted
+        from gradguard.editing import fixes  # libcst, loaded only where a file is linted
 
         if not event.through_data:
             return self.decline("the write is not through `.data`")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import AliasWriteRead
+from gradguard.domain.events import AliasWriteRead
 from gradguard.rules.base import Rule, quote
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import BackwardWithoutGrad
+from gradguard.domain.events import BackwardWithoutGrad
 from gradguard.rules.base import Rule, quote
 
 

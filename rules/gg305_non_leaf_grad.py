@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import NonLeafGradRead
+from gradguard.domain.events import NonLeafGradRead
 from gradguard.rules.base import Rule, quote
 
 

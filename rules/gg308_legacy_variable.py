@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradguard.events import LegacyVariable
-from gradguard.facts import Tri
+from gradguard.domain.events import LegacyVariable
+from gradguard.domain.facts import Tri
 from gradguard.rules.base import Rule
 
 
@@ -56,7 +56,7 @@ class LegacyVariableRule(Rule):
     default_enabled = False
 
     def on_legacy_variable(self, event: LegacyVariable) -> None:
-        from gradguard import fixes  # libcst, loaded only where a file is linted
+        from gradguard.editing import fixes  # libcst, loaded only where a file is linted
 
         if event.volatile:
             message = "`volatile=` has had no effect since PyTorch 0.4: gradients are still " \

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradguard.events import DroppedTerm
+from gradguard.domain.events import DroppedTerm
 from gradguard.rules.base import Rule
 
 

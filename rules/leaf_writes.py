@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from gradguard.events import InplaceWrite
-from gradguard.facts import Tri
+from gradguard.domain.events import InplaceWrite
+from gradguard.domain.facts import Tri
 
 if TYPE_CHECKING:
-    from gradguard.fixes import Rewrite
+    from gradguard.editing.fixes import Rewrite
 
 NO_GRAD_ADVICE = "do it under `with torch.no_grad():` or use an out-of-place op"
 OUT_OF_PLACE_FIX = "Write into a clone of `{name}` (keeps the write in the graph)"
@@ -27,7 +27,7 @@ REBIND_FIX = "Make the write out of place (keeps it in the graph)"
 def leaf_write_remedy(event: InplaceWrite, into_view: bool) -> tuple[str, Optional[Rewrite]]:
     """The advice that ends the message, and the rewrite (None: no fix). ``into_view``: the
     written tensor is a view of the leaf (rebinding its name would not change the leaf)."""
-    from gradguard import fixes  # libcst, loaded only where a file is linted
+    from gradguard.editing import fixes  # libcst, loaded only where a file is linted
 
     if event.value_requires_grad is Tri.NO:
         return NO_GRAD_ADVICE, fixes.NoGradWrap(event.node, fixes.NO_GRAD_FIX)

@@ -9,7 +9,7 @@ from typing import Callable
 
 from click.testing import CliRunner
 
-from gradguard import cli
+from gradguard.frontends import cli
 
 
 def gg(*args: str, stdin: bytes | None = None):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import oracle
 
-from gradguard.checker import check_source
+from gradguard.analysis.checker import check_source
 
 # The codes whose findings torch can confirm (a raise, or a silently wrong gradient).
 CONFIRMABLE = frozenset({"GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203",

@@ -97,7 +97,7 @@ in its own globals is not read; a model built in ``main.py`` is, with its parame
 
 Conditional findings
 --------------------
-A finding on a path that a flag selects (``gradguard.conditions``: the linter reports it
+A finding on a path that a flag selects (``gradguard.engine.conditions``: the linter reports it
 with its condition) is proven on that path: the program takes the flag from its command
 line, and its main file names the arguments that select the path in a comment line
 ``# oracle-argv: --warm-up``; every run of it gets them in ``sys.argv`` (``program_argv``).

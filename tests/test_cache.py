@@ -7,11 +7,12 @@ import json
 import os
 
 import pytest
+from cli_helpers import gg as run_gradguard
 from click.testing import CliRunner
 
-from gradguard import cache as cache_module
-from gradguard import cli, linting
-from cli_helpers import gg as run_gradguard
+from gradguard.frontends import cli
+from gradguard.runs import cache as cache_module
+from gradguard.runs import linting
 
 MODEL = "import torch\n\n\ndef scale(x):\n    x *= 2\n    return x\n"
 TRAIN = ("import torch\nfrom model import scale\n\nw = torch.ones(2, requires_grad=True)\n"
@@ -147,7 +148,8 @@ def test_the_key_is_the_same_in_every_process(project):
     import subprocess
     import sys
 
-    script = ("from gradguard import cli, settings; plan, _ = settings.make_plan("
+    script = ("from gradguard.frontends import cli; from gradguard.runs import settings; "
+              "plan, _ = settings.make_plan("
               "cli.check_options(['--select', 'ALL']), settings.load_config(None, True)); "
               "print(plan.fingerprint().hex())")
     prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -159,7 +161,7 @@ def test_the_key_is_the_same_in_every_process(project):
 def test_nested_recordings_keep_their_own_reads():
     """An import analysed while a file is linted records into both; equal sets must not
     be mistaken for one another when they close."""
-    from gradguard.reads import note_read, recording_reads
+    from gradguard.syntax.reads import note_read, recording_reads
 
     with recording_reads() as outer:
         with recording_reads() as inner:

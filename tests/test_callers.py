@@ -1,5 +1,5 @@
-"""Callers in other files (``gradguard.callers``): the grad modes a module-level function is
-called in across the project, and the linter staying silent on a helper that the other
+"""Callers in other files (``gradguard.analysis.callers``): the grad modes a module-level
+function is called in across the project, and the linter staying silent on a helper that the other
 files call only with grad off.
 
 Linting only: no torch needed. The folder fixtures
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gradguard import callers as callers_module
 from gradguard import check_source
-from gradguard.callers import Callers
-from gradguard.facts import Tri
-from gradguard.project import Project
+from gradguard.analysis import callers as callers_module
+from gradguard.analysis.callers import Callers
+from gradguard.analysis.project import Project
+from gradguard.domain.facts import Tri
 
 NO, YES, MAYBE = Tri.NO, Tri.YES, Tri.MAYBE
 

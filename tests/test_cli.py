@@ -12,17 +12,26 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
-
-from gradguard import cli, files, linting, memory, settings
-from gradguard import cache as cache_module
-from gradguard import config as configuration
-from gradguard.files import DEFAULT_EXCLUDE, split_globs
-from gradguard.findings import Finding
-from gradguard.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
-from gradguard.options import CheckOptions
 from cli_helpers import file_writer, gg
-from gradguard.selection import (UnknownSelector, default_codes, known_codes,
-                                 parse_selectors, resolve, validate)
+
+from gradguard.analysis import memory
+from gradguard.configuration import config as configuration
+from gradguard.configuration import files
+from gradguard.configuration.files import DEFAULT_EXCLUDE, split_globs
+from gradguard.configuration.options import CheckOptions
+from gradguard.configuration.selection import (
+    UnknownSelector,
+    default_codes,
+    known_codes,
+    parse_selectors,
+    resolve,
+    validate,
+)
+from gradguard.domain.findings import Finding
+from gradguard.editing.noqa import BLANKET, filter_noqa, noqa_codes, source_lines
+from gradguard.frontends import cli
+from gradguard.runs import cache as cache_module
+from gradguard.runs import linting, settings
 
 GG101_SAMPLE = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"
 SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001 at 2:7
@@ -368,7 +377,7 @@ def test_output_file_that_cannot_be(project):
 
 
 def test_write_atomically_to_something_not_a_file():
-    from gradguard.files import write_atomically
+    from gradguard.syntax.text import write_atomically
 
     write_atomically(os.devnull, "discarded\n")  # written as it is, not replaced
     assert os.path.exists(os.devnull) and not Path(os.devnull).is_file()
@@ -397,7 +406,7 @@ def test_exclude_globs_match_as_fnmatch_does():
     """The globs are joined into one expression: the same matches as fnmatch, one by one."""
     import fnmatch
 
-    from gradguard.files import matches_any
+    from gradguard.configuration.files import matches_any
 
     globs = ["build", "*.pyc", "test_?.py", "docs/*", "[ab]*.py", "a/**/c.py", "x[!0-9].py"]
     paths = ["build", "m.pyc", "test_1.py", "test_12.py", "docs/conf.py", "a.py", "c.py",
@@ -764,7 +773,7 @@ def test_config_without_toml_reader_warns_and_continues(project, monkeypatch):
 def test_exception_in_check_source_is_gg003_for_that_file(project, monkeypatch):
     project("a.py")
     project("b.py", SYNTAX_ERROR)
-    from gradguard import checker
+    from gradguard.analysis import checker
 
     real = checker.check_source
 
@@ -796,7 +805,7 @@ def test_internal_error_in_runner(project, monkeypatch):
 
 def test_debug_is_passed_to_check_source(project, monkeypatch):
     seen = []
-    monkeypatch.setattr("gradguard.checker.check_source",
+    monkeypatch.setattr("gradguard.analysis.checker.check_source",
                         lambda s, p, r, debug, *_, **__: seen.append(debug) or [])
     project("a.py")
     gg("check")

@@ -1,5 +1,5 @@
 """Conditions: branches a constant decides, and hazards on a path a flag selects, reported
-with their condition (``gradguard.conditions``), switched off by configuration."""
+with their condition (``gradguard.engine.conditions``), switched off by configuration."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import textwrap
 
 import libcst as cst
 import pytest
+from cli_helpers import file_writer, gg
 
 from gradguard import check_source
-from gradguard.conditions import Assumption, flag_test, negated
-from cli_helpers import file_writer, gg
+from gradguard.engine.conditions import Assumption, flag_test, negated
 
 FLAG_SELECTED = textwrap.dedent("""\
     import torch
@@ -132,8 +132,8 @@ def test_the_condition_is_in_json_and_sarif(project):
 
 
 def test_two_paths_building_one_parameterless_layer_join_as_that_layer():
-    from gradguard.facts import Tri
-    from gradguard.values import UNKNOWN, ModuleObj, join_values
+    from gradguard.domain.facts import Tri
+    from gradguard.domain.values import UNKNOWN, ModuleObj, join_values
     loss, other = ModuleObj("BCELoss", "a", parameters=()), ModuleObj("BCELoss", "b", parameters=())
     joined = join_values(loss, other)
     assert isinstance(joined, ModuleObj) and joined.kind == "BCELoss" and joined.origin is None
@@ -171,7 +171,7 @@ def _branch(code: str) -> cst.If:
 
 
 def test_a_branch_spells_a_hazard_only_with_hazard_syntax():
-    from gradguard.conditions import spells_hazard
+    from gradguard.engine.conditions import spells_hazard
     assert spells_hazard(_branch("if freeze:\n    p.requires_grad = False\n"))
     assert spells_hazard(_branch("if warm_up:\n    loss.backward()\n"))
     assert spells_hazard(_branch("if scale:\n    x.mul_(2)\n"))
@@ -184,7 +184,7 @@ def test_a_flag_is_assumed_where_its_branch_or_the_file_may_write_in_place():
     """Two more analyses of the file are paid only where they may find a hazard: a
     branch that spells one, or a branch that builds layers in a file that writes in
     place (an activation before an in-place dropout)."""
-    from gradguard.conditions import turns_inplace_on, worth_assuming
+    from gradguard.engine.conditions import turns_inplace_on, worth_assuming
     layers_only = "net = nn.Sequential(nn.ReLU(inplace=False))\n"
     inplace_layer = "drop = nn.Dropout(0.1, inplace=True)\n"
     assert not turns_inplace_on(cst.parse_module(layers_only), layers_only)
@@ -197,7 +197,7 @@ def test_a_flag_is_assumed_where_its_branch_or_the_file_may_write_in_place():
 def test_no_assumption_where_a_flag_only_chooses_layers():
     """A file whose flag only picks a layer, with no write in place anywhere, is
     analysed once (its findings are the plain run's)."""
-    import gradguard.checker as checker
+    import gradguard.analysis.checker as checker
     source = textwrap.dedent("""\
         import torch
         import torch.nn as nn
@@ -227,6 +227,6 @@ def test_no_assumption_where_a_flag_only_chooses_layers():
 
 
 def test_a_file_without_backward_or_leaves_that_require_grad_is_analysed_once():
-    from gradguard.conditions import may_end_in_hazard
+    from gradguard.engine.conditions import may_end_in_hazard
     assert may_end_in_hazard("loss.backward()") and may_end_in_hazard("w.requires_grad_()")
     assert not may_end_in_hazard("def lower(x, flag):\n    return x.add_(1) if flag else x\n")

@@ -10,13 +10,16 @@ from pathlib import Path
 
 import click
 import pytest
-
-from gradguard import cli, files, noqa, run, server
-from gradguard.settings import Resolver
-from gradguard import config as configuration
-from gradguard.checker import check_source
-from gradguard.rules import ALL_RULES
 from cli_helpers import file_writer, gg
+
+from gradguard.analysis.checker import check_source
+from gradguard.configuration import config as configuration
+from gradguard.editing import noqa
+from gradguard.frontends import cli, server
+from gradguard.rules import ALL_RULES
+from gradguard.runs import run
+from gradguard.runs.settings import Resolver
+from gradguard.syntax import text
 
 LEAF = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"  # GG101 at 3:1
 SYNTAX_ERROR = "x = 1\ndef f(:\n    pass\n"  # GG001
@@ -548,7 +551,7 @@ def test_add_noqa_keeps_line_ends_and_encoding(project):
 def test_add_noqa_writes_atomically_what_it_read(project, monkeypatch):
     path = project("a.py", LEAF)
     written = []
-    real = files.write_atomically
+    real = text.write_atomically
 
     def spy(target, data, expected=None):
         written.append((target, expected))
@@ -559,7 +562,7 @@ def test_add_noqa_writes_atomically_what_it_read(project, monkeypatch):
     assert written == [("a.py", LEAF.encode())]
 
     def changed(target, data, expected=None):
-        raise files.FileChangedError(str(target))
+        raise text.FileChangedError(str(target))
 
     path.write_text(LEAF)
     monkeypatch.setattr(run, "write_atomically", changed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
+from gradguard.domain.modulescope import ModuleScope
 from gradguard.engine import Interpreter
 from gradguard.engine.contexts import (
     FILE_STEPS_FLOOR,
@@ -21,8 +22,7 @@ from gradguard.engine.contexts import (
 )
 from gradguard.engine.room import Room
 from gradguard.knowledge import load
-from gradguard.modulescope import ModuleScope
-from gradguard.positions import Positions
+from gradguard.syntax.positions import Positions
 
 ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, property))
 

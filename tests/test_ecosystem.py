@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
+from gradguard.domain.findings import DECODE_ERROR, INTERNAL_ERROR, SYNTAX_ERROR
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("bench_ecosystem",

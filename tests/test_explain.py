@@ -1,5 +1,5 @@
 """``gradguard explain FILE:LINE``: what the engine knew at a line, and why each rule did
-or did not report there (``gradguard.trace``, ``gradguard.explain``)."""
+or did not report there (``gradguard.analysis.trace``, ``gradguard.frontends.explain``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import gg
-from gradguard.checker import check_source
-from gradguard.trace import Trace
+
+from gradguard.analysis.checker import check_source
+from gradguard.analysis.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "sample.py"

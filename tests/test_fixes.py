@@ -40,16 +40,10 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-
-from gradguard import check_source
-from gradguard.findings import SAFE, UNSAFE, Edit, Fix
-from gradguard.files import FileChangedError, write_atomically
-from gradguard.fixes import apply_fixes, fix_text
-from gradguard.rules import ALL_RULES
 from oracle import (
     FIXTURES_DIR,
-    Program,
     OracleError,
+    Program,
     _sole_statement,
     _Src,
     fixture_files,
@@ -59,6 +53,12 @@ from oracle import (
     state_diff,
 )
 from oracle import apply_fixes as oracle_fixes
+
+from gradguard import check_source
+from gradguard.domain.findings import SAFE, UNSAFE, Edit, Fix
+from gradguard.editing.fixes import apply_fixes, fix_text
+from gradguard.rules import ALL_RULES
+from gradguard.syntax.text import FileChangedError, write_atomically
 
 FIXABLE = ("GG101", "GG102", "GG201", "GG302", "GG308")
 # Unsafe fixes change what the program computes where another name sees the tensor: here
@@ -145,7 +145,7 @@ def test_a_fix_that_breaks_the_file_is_undone():
 
 
 def _finding_with(fix):
-    from gradguard.findings import Finding
+    from gradguard.domain.findings import Finding
     return Finding("x.py", 1, 1, "GG101", "m", fix=fix)
 
 

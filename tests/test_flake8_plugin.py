@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import pytest
-
-from gradguard import __version__, flake8_plugin
-from gradguard.findings import Finding
-from gradguard.flake8_plugin import GradguardPlugin
 from test_cli import GG101_SAMPLE
+
+from gradguard import __version__
+from gradguard.domain.findings import Finding
+from gradguard.frontends import flake8_plugin
+from gradguard.frontends.flake8_plugin import GradguardPlugin
 
 
 def flake8(*args: str, cwd) -> subprocess.CompletedProcess:

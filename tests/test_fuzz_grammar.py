@@ -26,8 +26,8 @@ from click.testing import CliRunner  # noqa: E402 - after the importorskip
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gradguard import cli  # noqa: E402
-from gradguard.checker import check_source  # noqa: E402
+from gradguard.analysis.checker import check_source  # noqa: E402
+from gradguard.frontends import cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNT = int(os.environ.get("GRADGUARD_FUZZ", 0))

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from gradguard import ignorefiles, style
-from gradguard.options import CheckOptions
-from gradguard.watch import snapshot, watch_check
 from cli_helpers import file_writer, gg
+
+from gradguard.configuration import ignorefiles
+from gradguard.configuration.options import CheckOptions
+from gradguard.frontends.watch import snapshot, watch_check
+from gradguard.reporting import style
 
 GG101 = "import torch\nx = torch.ones(1, requires_grad=True)\nx *= 100\n"  # 3:1, safe fix
 # GG302 at 3:1 (a safe fix), GG101 at 5:1
@@ -183,7 +184,7 @@ def test_file_level_exemption_of_an_imported_module(project):
 
 
 def test_flake8_plugin_reads_file_level_exemptions(project):
-    from gradguard.flake8_plugin import GradguardPlugin
+    from gradguard.frontends.flake8_plugin import GradguardPlugin
 
     def plugin_codes(text):
         plugin = GradguardPlugin(None, text.splitlines(keepends=True), "a.py")

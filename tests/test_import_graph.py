@@ -1,9 +1,15 @@
-"""The import graph of the ``gradguard`` package is a tree: no module imports, directly
+"""The import graph of the ``gradguard`` package is a tree, in layers: no module imports, directly
 or through others, one that imports it, not even from inside a function (an import
 hidden there to break a cycle is still a cycle). Imports under ``if TYPE_CHECKING:``
 never run and do not count. Importing ``a.b.c`` runs the packages ``a`` and ``a.b``
 first: a package's ``__init__`` counts as imported by every import of its modules (but
 not by the modules inside it, which Python loads after their package).
+
+The package's rooms (its subpackages, and ``gradguard.rules``) are stacked in ``LAYERS``: a
+module imports only from its own room and the rooms below it, so the front ends sit over the
+runs, the runs over the analysis, the analysis over the engine, and the engine over the
+rules, the knowledge and the vocabulary; reporting, configuration and edits sit below the
+engine and can never reach into it.
 
 And each module imports alone, in a fresh interpreter: none needs another to have been
 imported first.
@@ -36,6 +42,23 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+
+# gradguard's rooms, top to bottom: each imports only from itself and the rooms after it.
+# ``gradguard`` itself (the public API: ``check_source``, ``%load_ext``) stands above them.
+LAYERS = (
+    "frontends",      # the command line, the language server, the plugins, explain, watch
+    "runs",           # a run over files: settings, processes, the cache, notebooks
+    "verify",         # the runtime verifier and monitor
+    "analysis",       # one file checked, and the project around it
+    "engine",         # the abstract interpreter's rooms
+    "reporting",      # output formats, rule documentation
+    "configuration",  # files to lint, configuration files, options, rule codes
+    "rules",          # gradguard.rules: one rule per module, consuming the engine's events
+    "editing",        # fixes and noqa comments
+    "knowledge",      # the torch API as data
+    "domain",         # facts, values, states, events, findings
+    "syntax",         # parse, walks, positions, scopes, a file's text
+)
 
 
 def _ancestors(name: str) -> list[str]:
@@ -130,9 +153,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_package():
     graph = import_graph()
-    assert {"gradguard.cli", "gradguard.engine.interpreter", "gradguard.rules.base"} <= set(graph)
-    assert "gradguard.run" in graph["gradguard.cli"]
-    assert "gradguard.engine" in graph["gradguard.callers"]  # via gradguard.engine.common
+    assert {"gradguard.frontends.cli", "gradguard.engine.interpreter",
+            "gradguard.rules.base"} <= set(graph)
+    assert "gradguard.runs.run" in graph["gradguard.frontends.cli"]
+    assert "gradguard.engine" in graph["gradguard.analysis.callers"]  # via gradguard.engine.common
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -148,6 +172,50 @@ def test_the_import_graph_has_no_cycle():
             f"{module} -> {target}" for module in component for target in sorted(graph[module])
             if target in component)
         for component in found)
+
+
+def room_of(module: str) -> str:
+    """The room a module is in (``gradguard`` for the package's own ``__init__``)."""
+    parts = module.split(".")
+    if parts[:2] == ["gradguard", "rules"]:
+        return "rules"
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "gradguard"
+
+
+def test_every_module_is_in_a_room():
+    """No module lies loose beside the rooms: a new one goes into the room of its concern."""
+    loose = sorted(name for name in MODULES if room_of(name) == "gradguard"
+                   and name != "gradguard")
+    assert not loose, f"modules outside the rooms of LAYERS: {loose}"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a room above the importing module's room, as ``a -> b``."""
+    rank = {room: position for position, room in enumerate(LAYERS)}
+    found = []
+    for module, targets in sorted(graph.items()):
+        room = room_of(module)
+        if room == "gradguard":
+            continue
+        for target in sorted(targets):
+            target_room = room_of(target)
+            if target_room == "gradguard" and target == "gradguard":
+                continue  # the package itself (``from gradguard import __version__``)
+            if rank.get(target_room, -1) < rank[room]:
+                found.append(f"{module} ({room}) -> {target} ({target_room})")
+    return found
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"gradguard.engine.tensors": {"gradguard.runs.run"},
+             "gradguard.runs.run": {"gradguard.engine.tensors"}}
+    assert layer_violations(graph) == [
+        "gradguard.engine.tensors (engine) -> gradguard.runs.run (runs)"]
+
+
+def test_rooms_import_only_downwards():
+    found = layer_violations(import_graph())
+    assert not found, "imports against the layers:\n" + "\n".join(found)
 
 
 def test_each_module_imports_alone():
@@ -175,11 +243,12 @@ print("\\n".join(failed))
     assert result.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ["gradguard.cli", "gradguard.options", "gradguard.run"])
+@pytest.mark.parametrize("name", ["gradguard.frontends.cli", "gradguard.configuration.options",
+                                  "gradguard.runs.run"])
 def test_the_command_line_does_not_load_the_engine(name):
     """A run the cache answers loads neither libcst nor the engine: they load at the
     first file linted."""
     code = (f"import sys, {name}; "
             "assert not any(m == 'libcst' or m.startswith(('gradguard.engine', "
-            "'gradguard.checker')) for m in sys.modules), sorted(sys.modules)")
+            "'gradguard.analysis.checker')) for m in sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=ROOT)

@@ -1,4 +1,4 @@
-"""``%load_ext gradguard`` (gradguard.ipython) in a real Jupyter kernel.
+"""``%load_ext gradguard`` (gradguard.frontends.ipython) in a real Jupyter kernel.
 
 One notebook runs through nbclient on ipykernel (the test extra) in the environment's
 own ``python3`` kernel; each test reads the outputs of the cells that concern it. The
@@ -107,7 +107,7 @@ def test_unload_stops_the_monitor(cells):
 
 
 def test_without_torch_loading_says_what_to_install(monkeypatch):
-    from gradguard import ipython
+    from gradguard.frontends import ipython
 
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails
     with pytest.raises(ImportError, match=r"needs torch \(pip install 'gradguard\[verify\]'\)"):

@@ -10,7 +10,7 @@ from typing import Optional
 import pytest
 
 from gradguard import check_source
-from gradguard.checker import Session
+from gradguard.analysis.checker import Session
 from gradguard.knowledge import OpName, TorchAPI, load
 
 

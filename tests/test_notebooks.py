@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import file_writer, gg
-from gradguard import linting, notebooks
-from gradguard.findings import Finding
-from gradguard.notebooks import MAGIC_PLACEHOLDER, Notebook, NotebookError
+
+from gradguard.domain.findings import Finding
+from gradguard.runs import linting, notebooks
+from gradguard.runs.notebooks import MAGIC_PLACEHOLDER, Notebook, NotebookError
 
 SETUP = ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n",
          "w = torch.randn(3, requires_grad=True)"]

@@ -1,4 +1,4 @@
-"""gradguard parses without libcst's per-node checks (gradguard.parse): the trees must be
+"""gradguard parses without libcst's per-node checks (gradguard.syntax.parse): the trees must be
 the ones a checked parse builds, the errors the same, and the checks back afterwards for
 anyone else in the process who builds nodes by hand."""
 
@@ -8,10 +8,10 @@ import threading
 
 import libcst as cst
 import pytest
-
-from gradguard.parse import parse_module
 from oracle import fixture_files, program_files
 from test_screen import _torch_root
+
+from gradguard.syntax.parse import parse_module
 
 NOT_PYTHON = ["f(**a, *b)\n", "def f(a=1, b): pass\n", "x = *a\n", "del f()\n", "f() = 1\n",
               "print 1\n", "a + = 1\n", "import a.b as\n", "def f(:\n", "x = (\n", "\tif x:\n"]

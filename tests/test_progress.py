@@ -11,8 +11,9 @@ from functools import partial
 import pytest
 from click.testing import CliRunner
 
-from gradguard import cli, linting, progress
-from gradguard.progress import Progress
+from gradguard.frontends import cli
+from gradguard.runs import linting, progress
+from gradguard.runs.progress import Progress
 
 
 class Terminal(io.StringIO):

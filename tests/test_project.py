@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-from gradguard import check_source, memory
-from gradguard.flake8_plugin import GradguardPlugin
-from gradguard.project import Project
 from cli_helpers import gg
+
+from gradguard import check_source
+from gradguard.analysis import memory
+from gradguard.analysis.project import Project
+from gradguard.frontends.flake8_plugin import GradguardPlugin
 
 MODELS = """\
 import torch

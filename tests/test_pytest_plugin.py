@@ -1,4 +1,4 @@
-"""``pytest --gradguard`` (gradguard.pytest_plugin), run on small test suites by pytester.
+"""``pytest --gradguard`` (gradguard.frontends.pytest_plugin), run on small test suites by pytester.
 
 The plugin comes in through its ``pytest11`` entry point (the editable install declares
 it), as a user's pytest finds it. Runs are in this process unless the subject is the

@@ -30,7 +30,7 @@ def test_readme_console_block_is_real_output():
 
 
 def test_readme_documents_every_format_in_one_table():
-    from gradguard.report import FORMATS
+    from gradguard.reporting.report import FORMATS
 
     tables = re.findall(r"^\| Format \| What reads it \| Example \|\n\|[-|]+\|\n((?:\|.*\n)+)",
                         README, re.M)

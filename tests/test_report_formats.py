@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gradguard import report
-from gradguard.findings import Edit, Finding, Fix
+from gradguard.domain.findings import Edit, Finding, Fix
+from gradguard.reporting import report
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 
@@ -320,7 +320,7 @@ def test_sarif_fingerprints_survive_unrelated_edits():
 
 
 def test_sarif_rules_carry_help_and_a_link_to_their_documentation():
-    from gradguard import ruledoc
+    from gradguard.reporting import ruledoc
 
     rules = {rule["id"]: rule for rule in sarif()["runs"][0]["tool"]["driver"]["rules"]}
     gg101 = rules["GG101"]

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from gradguard import cli
+from gradguard.frontends import cli
 
 TORCH = "import torch\nw = torch.zeros(3, requires_grad=True)\n"
 
@@ -125,7 +125,7 @@ def test_every_file_linted_independently(tmp_path, monkeypatch):
 def test_valid_python_libcst_cannot_parse_is_not_called_a_syntax_error() -> None:
     """libcst 1.9 rejects a backslash continuation before a CRLF that CPython accepts
     (found by the grammar fuzzing): the file is reported as not linted, not as broken."""
-    from gradguard.checker import check_source
+    from gradguard.analysis.checker import check_source
 
     source = "import torch\nclass A: pass\ntry:\n pass\n\\\r\nfinally:\n pass\n"
     compile(source, "valid.py", "exec")
@@ -141,7 +141,7 @@ def test_a_check_leaves_the_callers_recursion_limit_as_it_was() -> None:
     recursion on the caller's stack crashed the process (found by the grammar fuzzing)."""
     import sys
 
-    from gradguard.checker import check_source
+    from gradguard.analysis.checker import check_source
 
     before = sys.getrecursionlimit()
     check_source("import torch\nw = torch.zeros(3, requires_grad=True)\nw.mul_(2)\n", "a.py")

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 from oracle import EXPECTATIONS
-
-from gradguard import linting, ruledoc
-from gradguard.rules import ALL_RULES
-from gradguard.selection import known_codes
-from gradguard.rules.base import FIXABILITY
 from torch_runner import TorchRunner
+
+from gradguard.configuration.selection import known_codes
+from gradguard.reporting import ruledoc
+from gradguard.rules import ALL_RULES
+from gradguard.rules.base import FIXABILITY
+from gradguard.runs import linting
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = {info.code: info for info in ruledoc.rules()}

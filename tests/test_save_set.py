@@ -2,7 +2,7 @@
 
 import sys
 
-from gradguard.facts import EMPTY_SAVES, SaveSet
+from gradguard.domain.facts import EMPTY_SAVES, SaveSet
 
 
 def test_union_is_a_set_union_and_equal_sets_hash_alike():
@@ -46,8 +46,8 @@ def test_a_shared_part_counts_once():
 
 
 def _save(site, earlier=False):
-    from gradguard.events import SaveRecord
-    from gradguard.facts import earlier_twin
+    from gradguard.domain.events import SaveRecord
+    from gradguard.domain.facts import earlier_twin
     record = SaveRecord((site, "0"), "x", "mul", None, "x")
     return earlier_twin(record) if earlier else record
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from gradguard import checker
-from gradguard.rules import ALL_RULES
 from oracle import fixture_files, program_files
+
+from gradguard.analysis import checker
+from gradguard.rules import ALL_RULES
 
 TORCH_DIRS = ("optim", "nn/modules", "utils/data", "distributions", "ao/nn")
 

@@ -13,9 +13,9 @@ pytest.importorskip("pygls")
 
 from lsp_client import SERVER, Client, change  # noqa: E402
 
-from gradguard import server  # noqa: E402
-from gradguard.findings import SAFE, UNSAFE, Edit, Finding, Fix  # noqa: E402
-from gradguard.fixes import select_fixes  # noqa: E402
+from gradguard.domain.findings import SAFE, UNSAFE, Edit, Finding, Fix  # noqa: E402
+from gradguard.editing.fixes import select_fixes  # noqa: E402
+from gradguard.frontends import server  # noqa: E402
 
 BUGGY = "import torch\nw = torch.zeros(3, requires_grad=True)\nw.mul_(2)\n"
 CLEAN = "import torch\nw = torch.zeros(3, requires_grad=True)\nw = w.mul(2)\n"
@@ -101,8 +101,8 @@ def test_fix_actions_from_findings_that_carry_fixes(client, tmp_path):
     the subprocess) to give every GG101 a hand-built fix, safe for ``mul_``, unsafe else."""
     patch = textwrap.dedent("""
         import sys
-        from gradguard import cli, server
-        from gradguard.findings import Edit, Fix
+        from gradguard.frontends import cli, server
+        from gradguard.domain.findings import Edit, Fix
         from dataclasses import replace
 
         lint_source = server.lint_source
@@ -370,14 +370,14 @@ def test_fix_all_keeps_fixes_that_do_not_overlap():
 def test_check_does_not_import_pygls():
     import subprocess
 
-    code = ("import sys; from gradguard import cli; "
+    code = ("import sys; from gradguard.frontends import cli; "
             "assert not any(m.startswith(('pygls', 'lsprotocol')) for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)
 
 
 def test_the_same_text_again_is_not_parsed_again(monkeypatch):
     """A save lints the text of the last change again: its tree and positions are kept."""
-    from gradguard import checker
+    from gradguard.analysis import checker
 
     parses = []
     parse = checker.cst.parse_module

@@ -8,9 +8,9 @@ from operator import or_
 
 import pytest
 
+from gradguard.domain.facts import Tri
+from gradguard.domain.state import CONTEXT, EFFECT, OWN, Field, Heap, State, join, same, shared
 from gradguard.engine.summaries import Summary, apply_summary
-from gradguard.facts import Tri
-from gradguard.state import CONTEXT, EFFECT, OWN, Field, Heap, State, join, same, shared
 
 
 def forget_changed(head: int, entry: int):

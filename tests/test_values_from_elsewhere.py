@@ -12,9 +12,9 @@ import libcst as cst
 import pytest
 
 from gradguard import check_source
+from gradguard.domain.values import NUMBER, Const
 from gradguard.engine.constants import folded_binary, folded_comparison
 from gradguard.engine.shapes import Shape, splits_dimensions
-from gradguard.values import NUMBER, Const
 
 
 def findings(code: str) -> set[tuple[int, str]]:

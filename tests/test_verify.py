@@ -15,7 +15,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from gradguard import cli
+from gradguard.frontends import cli
 from gradguard.verify import runner
 from gradguard.verify.runner import run_contained
 

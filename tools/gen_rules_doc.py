@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gradguard import ruledoc
+from gradguard.reporting import ruledoc
 
 ROOT = Path(__file__).resolve().parent.parent
 

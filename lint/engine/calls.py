@@ -29,6 +29,19 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard.domain.facts import Tri
+from gradguard.domain.state import Heap, State, join_all
+from gradguard.domain.values import (
+    CONTAINER,
+    UNKNOWN,
+    ClassInfo,
+    Const,
+    FunctionVal,
+    Instance,
+    TensorRef,
+    Value,
+    join_values,
+)
 from gradguard.engine.common import (
     _all_params,
     _literal,
@@ -47,27 +60,14 @@ from gradguard.engine.summaries import (
     hashable,
     heap_writes,
 )
-from gradguard.facts import Tri
-from gradguard.relevance import cst_events, matters_or_calls
-from gradguard.scopes import (
+from gradguard.syntax.relevance import cst_events, matters_or_calls
+from gradguard.syntax.scopes import (
     ClassScope,
     FunctionScope,
     assigned_self_attrs,
     closure_bindings,
     module_overlays,
     owner_of,
-)
-from gradguard.state import Heap, State, join_all
-from gradguard.values import (
-    CONTAINER,
-    UNKNOWN,
-    ClassInfo,
-    Const,
-    FunctionVal,
-    Instance,
-    TensorRef,
-    Value,
-    join_values,
 )
 
 MAX_CALL_DEPTH = 4  # calls followed one inside another
@@ -95,7 +95,7 @@ class UserCalls(Room):
         call of it that was followed ran with grad off (``convert(model)`` under
         ``torch.no_grad()``). Then it is unknown: a call with grad on is followed, and
         reported, where it is made. A module-level function's callers in the project's
-        other files count the same (``gradguard.callers``)."""
+        other files count the same (``gradguard.analysis.callers``)."""
         if Tri.NO in self.caller_grads.get(id(definition), ()):
             return Tri.MAYBE
         project, scope = self.file.project, self.file.scope

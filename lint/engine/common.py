@@ -7,11 +7,9 @@ from typing import Hashable, Iterator, Optional
 
 import libcst as cst
 
-from gradguard.engine.containers import CONTAINERS
-from gradguard.facts import TensorFacts, Tri
-from gradguard.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.facts import TensorFacts, Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     CONTAINER,
     UNKNOWN,
     ClassVal,
@@ -22,6 +20,8 @@ from gradguard.values import (
     Seq,
     Value,
 )
+from gradguard.engine.containers import CONTAINERS
+from gradguard.syntax.scopes import parameters as _all_params  # noqa: F401 - the rooms' name
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:

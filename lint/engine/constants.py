@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.values import Const, Value
+from gradguard.domain.values import Const, Value
 
 LIMIT = 1 << 32  # larger results are left unknown: no cost, no surprise
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.values import (
+from gradguard.domain.values import (
     UNKNOWN,
     Const,
     Instance,

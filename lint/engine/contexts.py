@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Hashable, Iterator, Optional
 
 import libcst as cst
 
-from gradguard.modulescope import ModuleScope
+from gradguard.domain.modulescope import ModuleScope
 
 if TYPE_CHECKING:
-    from gradguard.conditions import Assumption
+    from gradguard.analysis.project import Project
+    from gradguard.domain.state import State
+    from gradguard.domain.values import Instance
+    from gradguard.engine.conditions import Assumption
     from gradguard.engine.summaries import HeapReads, Recording
-    from gradguard.project import Project
-    from gradguard.state import State
-    from gradguard.values import Instance
 
 # A top-level scope may run STEPS_PER_STATEMENT statements for each of its own (loop
 # passes and followed calls run statements again), plus STEPS_FLOOR; a file, as many for
@@ -216,7 +216,7 @@ class FileFacts:
         self.maybe_none: set[Hashable] = set()
         self.in_function = False  # the module body has run: function bodies are analysed
         self.module_completed = False  # some path of the module body reached its end
-        # The outcome every undecided test spelled so takes (``gradguard.conditions``; set
+        # The outcome every undecided test spelled so takes (``gradguard.engine.conditions``; set
         # by the checker for a run under an assumption), and the flag tests this run met
         # undecided whose branches may matter, in order, each with where (``where``;
         # control)

@@ -7,15 +7,9 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.conditions import (body_key, class_key, flag_root, flag_test, may_matter_in,
-                                  spells_hazard)
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
-from gradguard.engine.containers import CONTAINERS, iterated, known_items
-from gradguard.engine.room import Room
-from gradguard.facts import Tri
-from gradguard.scopes import ClassScope
-from gradguard.state import State, join, join_all
-from gradguard.values import (
+from gradguard.domain.facts import Tri
+from gradguard.domain.state import State, join, join_all
+from gradguard.domain.values import (
     UNKNOWN,
     AllowMutation,
     Const,
@@ -31,7 +25,19 @@ from gradguard.values import (
     Value,
     join_values,
 )
-from gradguard.walk import walk
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
+from gradguard.engine.conditions import (
+    body_key,
+    class_key,
+    flag_root,
+    flag_test,
+    may_matter_in,
+    spells_hazard,
+)
+from gradguard.engine.containers import CONTAINERS, iterated, known_items
+from gradguard.engine.room import Room
+from gradguard.syntax.scopes import ClassScope
+from gradguard.syntax.walk import walk
 
 
 class ControlFlow(Room):
@@ -90,7 +96,7 @@ class ControlFlow(Room):
         """A test left undecided, once its arms ran: where it tests a flag, the arms
         ended differently (``differ``; an arm that ends the path leaves the other's state
         to the join, as precise as an assumption) and may matter, the checker assumes
-        each outcome (``gradguard.conditions``)."""
+        each outcome (``gradguard.engine.conditions``)."""
         if not differ or self.file.assumption is not None \
                 or self.stack.current_module is not None:
             return  # (a test in an imported module's code is that module's to assume)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Hashable, Mapping
 
-from gradguard.facts import TensorFacts, Tri
-from gradguard.values import (
+from gradguard.domain.facts import TensorFacts, Tri
+from gradguard.domain.values import (
     CONTAINER,
     NUMBER,
     UNKNOWN,

@@ -7,20 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.calls import module_bindings, self_attributes
-from gradguard.engine.common import (
-    NEUTRAL_DECORATORS,
-    _all_params,
-    _is_scope,
-    dotted,
-    source_text,
-)
-from gradguard.engine.functions import FUNCTION_BASES
-from gradguard.engine.room import Room
-from gradguard.facts import Origin, TensorFacts, Tri
-from gradguard.scopes import ClassScope, FunctionScope, closure_bindings
-from gradguard.state import Heap, State
-from gradguard.values import (
+from gradguard.domain.facts import Origin, TensorFacts, Tri
+from gradguard.domain.state import Heap, State
+from gradguard.domain.values import (
     UNKNOWN,
     ClassInfo,
     ClassVal,
@@ -31,7 +20,18 @@ from gradguard.values import (
     Ref,
     TensorRef,
 )
-from gradguard.walk import walk
+from gradguard.engine.calls import module_bindings, self_attributes
+from gradguard.engine.common import (
+    NEUTRAL_DECORATORS,
+    _all_params,
+    _is_scope,
+    dotted,
+    source_text,
+)
+from gradguard.engine.functions import FUNCTION_BASES
+from gradguard.engine.room import Room
+from gradguard.syntax.scopes import ClassScope, FunctionScope, closure_bindings
+from gradguard.syntax.walk import walk
 
 
 class Definitions(Room):
@@ -41,7 +41,7 @@ class Definitions(Room):
     def __init__(self, engine, **contexts) -> None:
         super().__init__(engine, **contexts)
         self.classes: dict[int, ClassVal] = {}  # class statement -> the class it made
-        self.scopes: dict = {}  # def -> its names (gradguard.scopes.FunctionScope)
+        self.scopes: dict = {}  # def -> its names (gradguard.syntax.scopes.FunctionScope)
         # whether the file may bind names inside expressions (``:=``): scopes look there
         text = self.file.scope.text
         self.walrus = text is None or ":=" in text

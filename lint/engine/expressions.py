@@ -7,6 +7,39 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard.domain.events import (
+    IndexKind,
+)
+from gradguard.domain.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import (
+    NUMBER,
+    UNKNOWN,
+    Chained,
+    ClassVal,
+    Const,
+    Distribution,
+    FunctionApply,
+    FunctionContext,
+    FunctionVal,
+    Imported,
+    Instance,
+    IterableOf,
+    KeyedItems,
+    LayerItems,
+    ModuleObj,
+    ModuleRef,
+    NamedPair,
+    Optimizer,
+    ParamGroup,
+    ParamsOf,
+    Ref,
+    Seq,
+    TensorRef,
+    Value,
+    is_number,
+    join_values,
+)
 from gradguard.engine.common import (
     MAX_UNROLLED_LAYERS,
     _all_params,
@@ -42,43 +75,10 @@ from gradguard.engine.partials import Partial, partial_of
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
 from gradguard.engine.shapes import Dim
-from gradguard.events import (
-    IndexKind,
-)
-from gradguard.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName
 from gradguard.knowledge.unchanged import UNCHANGED_WHEN
-from gradguard.scopes import REGISTRARS
-from gradguard.state import State
-from gradguard.values import (
-    NUMBER,
-    UNKNOWN,
-    Chained,
-    ClassVal,
-    Const,
-    Distribution,
-    FunctionApply,
-    FunctionContext,
-    FunctionVal,
-    Imported,
-    Instance,
-    IterableOf,
-    KeyedItems,
-    LayerItems,
-    ModuleObj,
-    ModuleRef,
-    NamedPair,
-    Optimizer,
-    ParamGroup,
-    ParamsOf,
-    Ref,
-    Seq,
-    TensorRef,
-    Value,
-    is_number,
-    join_values,
-)
-from gradguard.walk import child_nodes
+from gradguard.syntax.scopes import REGISTRARS
+from gradguard.syntax.walk import child_nodes
 
 
 class Expressions(Room):

@@ -15,12 +15,12 @@ from typing import Hashable, Optional
 
 import libcst as cst
 
+from gradguard.domain.events import SaveRecord
+from gradguard.domain.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
 from gradguard.engine.common import source_text
 from gradguard.engine.room import Room
-from gradguard.events import SaveRecord
-from gradguard.facts import EMPTY_SAVES, SaveSet, TensorFacts, Tri
-from gradguard.state import State
-from gradguard.values import UNKNOWN, ClassInfo, FunctionContext, Seq, TensorRef, Value
 
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import libcst as cst
 
-from gradguard.engine.common import source_text
-from gradguard.engine.room import Room
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     UNKNOWN,
     Imported,
     ModuleRef,
     Ref,
     Value,
 )
+from gradguard.engine.common import source_text
+from gradguard.engine.room import Room
 
 
 class Imports(Room):

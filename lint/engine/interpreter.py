@@ -3,7 +3,7 @@
 ``analyze`` runs the module body, then every function body (methods included) with the
 module's final bindings as globals. Branches (``if``, ``try``, ``match``) are joined;
 loop bodies are run until the facts stop changing, so an effect in one iteration is
-seen by the next. Rules receive events (``gradguard.events``) as the interpreter meets
+seen by the next. Rules receive events (``gradguard.domain.events``) as the interpreter meets
 them.
 
 The ``Interpreter`` makes what the rooms share beyond one program point (``contexts.py``:
@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
-from gradguard.citations import cite
-from gradguard.conditions import Assumption
+from gradguard.domain.citations import cite
+from gradguard.domain.facts import Tri
+from gradguard.domain.modulescope import ModuleScope
+from gradguard.domain.state import Heap, State
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.common import timeless
+from gradguard.engine.conditions import Assumption
 from gradguard.engine.contexts import Budget, CallStack, FileFacts
 from gradguard.engine.control import ControlFlow
 from gradguard.engine.definitions import Definitions
@@ -37,17 +40,14 @@ from gradguard.engine.saved import SavedTensors
 from gradguard.engine.statements import Statements
 from gradguard.engine.tensors import Tensors
 from gradguard.engine.torch_calls import TorchCalls
-from gradguard.facts import Tri
 from gradguard.knowledge import TorchAPI, load
-from gradguard.modulescope import ModuleScope
-from gradguard.positions import Positions
 from gradguard.rules.base import handlers_of
-from gradguard.state import Heap, State
-from gradguard.walk import child_nodes
+from gradguard.syntax.positions import Positions
+from gradguard.syntax.walk import child_nodes
 
 if TYPE_CHECKING:  # the project runs the interpreter on the modules a file imports
-    from gradguard.project import Project
-    from gradguard.trace import Trace
+    from gradguard.analysis.project import Project
+    from gradguard.analysis.trace import Trace
 
 # (node, code, message, fix, site): ``site`` is the analysed code's call that led to the
 # node when the node is in another file's code (see ``Interpreter.call_site``).
@@ -69,7 +69,7 @@ def analyze(module: cst.Module, rules: Sequence[type], report: Report, failures:
     loader's); rule failures are appended to ``failures``. The project keeps the
     module's bindings for the files that import it later. ``trace`` (for ``gradguard
     explain``) observes the analysis of one line. Under an ``assumption`` (a flag test's
-    outcome, ``gradguard.conditions``) the module is not kept: it is not what the
+    outcome, ``gradguard.engine.conditions``) the module is not kept: it is not what the
     file's importers see. ``scopes``: the ``FunctionScope`` of each ``def`` (syntax only),
     shared by the analyses of one file (the plain run's and the assumptions')."""
     scope = ModuleScope(path, module, text=text, _positions=positions)
@@ -148,7 +148,7 @@ class Interpreter:
             cst.ClassDef: self.definitions.class_def,
             cst.Match: self.control.match,
         }
-        # The observer of ``gradguard explain`` (``gradguard.trace``), or None: then each
+        # The observer of ``gradguard explain`` (``gradguard.analysis.trace``), or None: then each
         # point it watches costs one test of this attribute.
         self.trace = trace
         if trace is not None:

@@ -8,6 +8,19 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
+from gradguard.domain.events import Prose, SaveRecord
+from gradguard.domain.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import (
+    UNKNOWN,
+    Const,
+    FunctionVal,
+    Instance,
+    ModuleObj,
+    Seq,
+    TensorRef,
+    Value,
+)
 from gradguard.engine.common import PARAMS, dotted, source_text, tri_of
 from gradguard.engine.containers import (
     CONTAINERS,
@@ -21,22 +34,9 @@ from gradguard.engine.containers import (
 from gradguard.engine.copies import deep_copy
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
-from gradguard.events import Prose, SaveRecord
-from gradguard.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.knowledge import OpName, TorchAPI
 from gradguard.knowledge.unchanged import IDENTITY_LAYERS, INPLACE_IGNORED
-from gradguard.scopes import REGISTRARS
-from gradguard.state import State
-from gradguard.values import (
-    UNKNOWN,
-    Const,
-    FunctionVal,
-    Instance,
-    ModuleObj,
-    Seq,
-    TensorRef,
-    Value,
-)
+from gradguard.syntax.scopes import REGISTRARS
 
 
 class Modules(Room):

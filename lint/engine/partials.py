@@ -10,8 +10,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard.domain.values import FunctionVal, Value
 from gradguard.engine.common import _all_params
-from gradguard.values import FunctionVal, Value
 
 
 @dataclass(frozen=True)

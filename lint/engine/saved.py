@@ -7,9 +7,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text, view_chain
-from gradguard.engine.room import Room
-from gradguard.events import (
+from gradguard.domain.events import (
     BackwardThroughFreed,
     BackwardWithoutGrad,
     DroppedTerm,
@@ -18,10 +16,9 @@ from gradguard.events import (
     SavedTensorMutated,
     SaveRecord,
 )
-from gradguard.facts import SaveSet, Tri, earlier_twin
-from gradguard.knowledge import OpName
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.facts import SaveSet, Tri, earlier_twin
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     UNKNOWN,
     Instance,
     IterableOf,
@@ -32,6 +29,9 @@ from gradguard.values import (
     Value,
     is_number,
 )
+from gradguard.engine.common import BINARY_FORMS, PARAMS, source_text, view_chain
+from gradguard.engine.room import Room
+from gradguard.knowledge import OpName
 
 
 class SavedTensors(Room):

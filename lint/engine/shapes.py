@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Optional
 
+from gradguard.domain.values import Const, Value
 from gradguard.engine.constants import integer
-from gradguard.values import Const, Value
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,9 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
-from gradguard.engine.containers import CONTAINERS, set_child, stored_item
-from gradguard.engine.constants import integer
-from gradguard.engine.room import Room
-from gradguard.engine.shapes import Shape
-from gradguard.engine.tensors import inplace_chain_head
-from gradguard.events import InplaceWrite
-from gradguard.knowledge import OpName
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.events import InplaceWrite
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     NUMBER,
     UNKNOWN,
     Const,
@@ -29,7 +22,14 @@ from gradguard.values import (
     TensorRef,
     Value,
 )
-from gradguard.walk import child_nodes
+from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
+from gradguard.engine.constants import integer
+from gradguard.engine.containers import CONTAINERS, set_child, stored_item
+from gradguard.engine.room import Room
+from gradguard.engine.shapes import Shape
+from gradguard.engine.tensors import inplace_chain_head
+from gradguard.knowledge import OpName
+from gradguard.syntax.walk import child_nodes
 
 
 class Statements(Room):

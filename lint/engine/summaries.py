@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Optional
 
-from gradguard.state import Heap, State
-from gradguard.values import Value
+from gradguard.domain.state import Heap, State
+from gradguard.domain.values import Value
 
 MAX_SUMMARIES_PER_CONTEXT = 4  # footprints kept for one calling context
 

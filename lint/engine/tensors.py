@@ -7,19 +7,7 @@ from typing import Hashable, Iterable, NamedTuple, Optional
 
 import libcst as cst
 
-from gradguard.engine.common import (
-    PARAMS,
-    _retains,
-    dotted,
-    source_text,
-    spelled_out,
-    tri_of,
-    view_chain,
-)
-from gradguard.engine.constants import integer
-from gradguard.engine.room import Room
-from gradguard.engine.shapes import Shape, splits_dimensions
-from gradguard.events import (
+from gradguard.domain.events import (
     AliasWriteRead,
     DetachInplace,
     IndexKind,
@@ -29,7 +17,7 @@ from gradguard.events import (
     RequiresGradSet,
     SaveRecord,
 )
-from gradguard.facts import (
+from gradguard.domain.facts import (
     EMPTY_SAVES,
     NOT_DIFFERENTIABLE,
     UNKNOWN_TENSOR,
@@ -38,9 +26,8 @@ from gradguard.facts import (
     TensorFacts,
     Tri,
 )
-from gradguard.knowledge import OpName
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     NUMBER,
     UNKNOWN,
     ClassVal,
@@ -54,7 +41,20 @@ from gradguard.values import (
     Value,
     is_number,
 )
-from gradguard.walk import walk
+from gradguard.engine.common import (
+    PARAMS,
+    _retains,
+    dotted,
+    source_text,
+    spelled_out,
+    tri_of,
+    view_chain,
+)
+from gradguard.engine.constants import integer
+from gradguard.engine.room import Room
+from gradguard.engine.shapes import Shape, splits_dimensions
+from gradguard.knowledge import OpName
+from gradguard.syntax.walk import walk
 
 
 class PendingRead(NamedTuple):

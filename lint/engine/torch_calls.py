@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
-from gradguard.engine.room import Room
-from gradguard.engine.tensors import returns_values_and_indices
-from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
-from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
-from gradguard.knowledge import OpName
-from gradguard.state import State
-from gradguard.values import (
+from gradguard.domain.events import LegacyVariable, OutArgument, Prose, SaveRecord
+from gradguard.domain.facts import Origin, SaveSet, TensorFacts, Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import (
     UNKNOWN,
     AllowMutation,
     Chained,
@@ -28,6 +24,10 @@ from gradguard.values import (
     TensorRef,
     Value,
 )
+from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
+from gradguard.engine.room import Room
+from gradguard.engine.tensors import returns_values_and_indices
+from gradguard.knowledge import OpName
 
 
 class TorchCalls(Room):

@@ -4,6 +4,6 @@
 point (it runs the user's code under ``monitor``); ``replay`` turns the events and the
 lines that ran into verdicts for static findings. Only ``monitor`` and ``child`` import
 torch: in the child process, or in the process of a host that runs the monitor itself
-(``gradguard.pytest_plugin`` with ``--gradguard``, ``gradguard.ipython`` once loaded),
-which ``hosts`` serves.
+(``gradguard.frontends.pytest_plugin`` with ``--gradguard``,
+``gradguard.frontends.ipython`` once loaded), which ``hosts`` serves.
 """

@@ -8,8 +8,8 @@ the moment it happens, at the user's own source line.
     events, error = run_path("train.py", ["train.py", "--epochs", "1"])
 
 The verifier's child process imports this module, and so do ``pytest --gradguard`` and
-``%load_ext gradguard`` (``gradguard.pytest_plugin``, ``gradguard.ipython``); the linter
-never does.
+``%load_ext gradguard`` (``gradguard.frontends.pytest_plugin``,
+``gradguard.frontends.ipython``); the linter never does.
 
 How it sees things
 ------------------

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import replace
 from typing import Sequence
 
-from gradguard.findings import Finding
+from gradguard.domain.findings import Finding
 from gradguard.verify.runner import Outcome, run_contained
 
 MAX_REPLAYS = 10
