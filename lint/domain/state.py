@@ -8,7 +8,13 @@ from types import MappingProxyType
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Optional
 
 from gradguard.domain.facts import EMPTY_SAVES, TensorFacts, Tri
-from gradguard.domain.values import UNKNOWN, Value, join_values
+from gradguard.domain.values import (
+    SHARED_CONTAINERS,
+    UNKNOWN,
+    Value,
+    join_values,
+    with_items_unknown,
+)
 
 COMPACT_AFTER = 32  # changes a heap keeps apart before a copy folds them into a snapshot
 MAX_ANCESTRY = 64  # snapshots walked to find where two heaps diverged
@@ -351,8 +357,14 @@ class State:
         root name is bound locally (a local ``model`` hides the global ``model.fc``).
         A function's variable that is not bound here (a local read before its
         assignment, an enclosing function's variable whose value is not known) is
-        unknown: Python never reads the module's name of that spelling instead."""
+        unknown: Python never reads the module's name of that spelling instead. A list
+        or dict that a nested function of its owner fills in place (a forward hook's
+        ``outs.append(o)``) holds items not known: that function may have run at any call
+        (``FunctionScope.filled_by_nested``)."""
         value = self.env.get(path)
+        if value is not None and type(value) in SHARED_CONTAINERS and self.scope is not None \
+                and self.scope.filled_by_closure(path):
+            return with_items_unknown(value)
         if value is not None or (self.scope is None and not self.globals):
             return value
         root = path.partition(".")[0]

@@ -283,6 +283,17 @@ class IterableOf(Value):
     element: Value
 
 
+# A list (or tuple) and a dict whose items are known: code out of view may change them in
+# place (``with_items_unknown``).
+SHARED_CONTAINERS = (Seq, IterableOf, KeyedItems)
+
+
+def with_items_unknown(container: Value) -> Value:
+    """A list or dict as it is after code the engine does not follow may have filled it
+    in place: a list of items not known (a dict: not known at all)."""
+    return UNKNOWN if isinstance(container, KeyedItems) else IterableOf(UNKNOWN)
+
+
 @dataclass(frozen=True)
 class ParamsOf(Value):
     """``m.parameters()`` / ``m.named_parameters()``: iterating yields leaves that require grad."""

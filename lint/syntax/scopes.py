@@ -18,6 +18,13 @@ its ``def`` (``closure``). That is the value a call sees only when nothing can r
 variable after the ``def``: every binding of it comes before the ``def`` in the source,
 the ``def`` is not inside a loop, and no function nested in the owner declares it
 ``nonlocal``. The other enclosing variables stay unknown there.
+
+A variable shared with a nested function can change without being rebound: a nested
+function that fills its list or dict in place (``outs.append(o)`` in a forward hook,
+``cache[k] = v`` in a helper handed to ``map``) may run at any call after its ``def``, out
+of the engine's view. ``FunctionScope.filled_by_nested`` names those variables, and what
+they hold is read with its items unknown, in the owner and in its nested functions alike
+(``State.lookup``).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ class FunctionScope:
 
     __slots__ = ("parent", "local", "declared_global", "declared_nonlocal", "cells",
                  "closure", "_defs", "_last_binding", "_nested_nonlocal", "_node",
-                 "_rebound_self")
+                 "_rebound_self", "_filled_by_nested")
 
     def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"],
                  walrus: bool = True) -> None:
@@ -63,6 +70,7 @@ class FunctionScope:
             else frozenset()
         self._node = node
         self._rebound_self: Optional[frozenset] = None
+        self._filled_by_nested: Optional[frozenset] = None
 
     @property
     def rebound_self_attrs(self) -> frozenset:
@@ -72,6 +80,21 @@ class FunctionScope:
         if self._rebound_self is None:
             self._rebound_self = frozenset(assigned_self_attrs(self._node))
         return self._rebound_self
+
+    @property
+    def filled_by_nested(self) -> frozenset:
+        """This function's variables whose list or dict a function or lambda nested in it
+        changes in place (``outs.append(o)``), read once per ``def``, when first asked."""
+        if self._filled_by_nested is None:
+            self._filled_by_nested = filled_in_place_by_nested(self._node) & self.local
+        return self._filled_by_nested
+
+    def filled_by_closure(self, name: str) -> bool:
+        """Whether ``name``, read here, is a function's variable whose list or dict a
+        function nested in that function changes in place (the closure may have run
+        wherever it is read, so the items are not known)."""
+        owner = owner_of(self, name)
+        return isinstance(owner, FunctionScope) and name in owner.filled_by_nested
 
     @property
     def function(self) -> "FunctionScope":
@@ -113,6 +136,11 @@ class ClassScope:
     @property
     def cells(self) -> frozenset:
         return self.function.cells if self.function is not None else frozenset()
+
+    def filled_by_closure(self, name: str) -> bool:
+        """As ``FunctionScope.filled_by_closure``; a class attribute never is."""
+        return name not in self.bound and self.function is not None \
+            and self.function.filled_by_closure(name)
 
 
 class _Bindings:
@@ -303,6 +331,50 @@ def owner_of(scope, name: str):
             return None
         scope = scope.parent
     return None
+
+
+# What changes a list, dict or set in place, and no tensor has (``x.add(y)`` and
+# ``x.sort()`` compute new tensors).
+CONTAINER_MUTATORS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "reverse", "update",
+    "setdefault", "popitem", "discard",
+})
+
+
+def changed_in_place(node: cst.CSTNode) -> Optional[str]:
+    """The name whose container ``node`` changes in place: ``outs.append(y)`` (a call of a
+    container's mutator), ``cache[k] = v``, ``counts[k] += 1``, ``del seen[k]``; else None."""
+    kind = type(node)
+    if kind is cst.Call:
+        func = node.func
+        target = func.value if type(func) is cst.Attribute \
+            and func.attr.value in CONTAINER_MUTATORS else None
+    elif kind in (cst.AssignTarget, cst.AugAssign, cst.Del):
+        target = node.target.value if type(node.target) is cst.Subscript else None
+    else:
+        return None
+    return target.value if type(target) is cst.Name else None
+
+
+def filled_in_place_by_nested(function: cst.FunctionDef) -> frozenset:
+    """The names whose container the functions and lambdas nested in ``function`` (at any
+    depth) change in place without binding the name themselves: variables of
+    ``function`` or of the code around it, shared with them."""
+    found: set[str] = set()
+    for nested in walk(function.body):
+        kind = type(nested)
+        if kind is not cst.FunctionDef and kind is not cst.Lambda:
+            continue
+        own = {param.name.value for param in parameters(nested.params)}
+        if kind is cst.FunctionDef:
+            bindings = _Bindings()
+            bindings.collect(nested, walrus=True)
+            own |= bindings.bound - bindings.declared_nonlocal - bindings.declared_global
+        for node in walk(nested.body):
+            name = changed_in_place(node)
+            if name is not None and name not in own:
+                found.add(name)
+    return frozenset(found)
 
 
 def module_overlays(env: dict, scope) -> frozenset:
