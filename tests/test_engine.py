@@ -1145,6 +1145,44 @@ CASES = {
         holder.step()
         holder.store.h.detach_()
         """, set()),
+    # --- precision (issue 28): what only an assumption says makes no certain finding ------
+    "two models known only by use: their parameters are not each other's": ("""
+        import torch
+        def ema(target, model, rate):
+            for t, s in zip(target.parameters(), model.parameters()):
+                t.detach().mul_(rate).add_(s.detach(), alpha=1 - rate)
+        """, set()),
+    "a forward's argument requires grad only by assumption: no GG203 in its own body": ("""
+        import torch.nn as nn
+        class Shift(nn.Module):
+            def forward(self, x, edge_index):
+                src, dst = edge_index.split(1)
+                src += 1
+                return x[src[0]]
+        """, set()),
+    "a forward followed with an activation: its split outputs require grad in fact": ("""
+        import torch
+        import torch.nn as nn
+        class Halve(nn.Module):
+            def forward(self, x):
+                a, b = x.chunk(2)
+                a.mul_(2)
+                return a + b
+        Halve()(nn.Linear(2, 2)(torch.randn(4, 2)))
+        """, {(6, "GG203")}),
+    "integer tensors by annotation and by conversion require no grad": ("""
+        import torch
+        import torch.nn as nn
+        class Index(nn.Module):
+            def forward(self, ids: torch.LongTensor):
+                a, b = ids.split(1)
+                a += 1
+        h = nn.Linear(2, 2)(torch.randn(2, 2))
+        c, d = h.to(torch.long).split(1)
+        c += 1
+        e, f = h.type(torch.cuda.LongTensor).split(1)
+        e += 1
+        """, set()),
 }
 
 

@@ -11,6 +11,7 @@ from gradguard.engine.common import (
     PARAMS,
     _retains,
     dotted,
+    names_integer_dtype,
     source_text,
     spelled_out,
     tri_of,
@@ -556,6 +557,11 @@ class Tensors(Room):
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
             if name in self.knowledge.non_differentiable:  # ``.long()``: an integer tensor
                 return self.op_result(st, node, [tensor], op)
+            if name in ("to", "type") and any(names_integer_dtype(arg) for arg in args):
+                # ``x.to(torch.long)``, ``x.type(torch.LongTensor)``: an integer tensor too
+                return self.new_tensor(st, id(node), TensorFacts(
+                    requires_grad=Tri.NO, is_leaf=Tri.YES, producer=name,
+                    why_no_grad=Origin(node, f"converted to an integer dtype by `{name}`")))
             facts = self.facts(st, tensor)
             requires_grad = facts.requires_grad & st.grad
             return self.new_tensor(st, id(node), TensorFacts(
