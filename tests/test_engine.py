@@ -1183,6 +1183,25 @@ CASES = {
         e, f = h.type(torch.cuda.LongTensor).split(1)
         e += 1
         """, set()),
+    "a .data term matters when the step after its backward updates that parameter": ("""
+        import torch
+        import torch.nn as nn
+        net = nn.Linear(2, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss = net(torch.randn(3, 2)).sum() + net.weight.data.abs().sum()
+        loss.backward()
+        opt.step()
+        """, {(5, "GG307")}),
+    "a .data term of a parameter the next step does not update is the algorithm's": ("""
+        import torch
+        import torch.nn as nn
+        g, d = nn.Linear(2, 2), nn.Linear(2, 1)
+        opt_g = torch.optim.SGD(g.parameters(), lr=0.1)
+        opt_d = torch.optim.SGD(d.parameters(), lr=0.1)
+        loss = (g(torch.randn(3, 2)) @ d.weight.data.t()).sum()
+        loss.backward()
+        opt_g.step()
+        """, set()),
 }
 
 

@@ -138,6 +138,7 @@ class Definitions(Room):
             else self.engine.suite(node.body, st)
         if end is not None:
             self.escape_stored(end)
+            self.saved.settle_terms(end)  # the last backward's terms, with no step after it
         self.method = None
 
     def escape_stored(self, st: State) -> None:

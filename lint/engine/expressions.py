@@ -648,6 +648,7 @@ class Expressions(Room):
                 # backward none has one, and the step changes nothing)
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
                     else "the optimizer"
+                self.saved.settle_terms(st, owner.owners)
                 self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
             return UNKNOWN
         if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):

@@ -278,6 +278,8 @@ class Interpreter:
         self.start_scope(module, None)
         # a module starts with no gradients: its optimizers step nothing before a backward
         st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
+        if st is not None:
+            self.saved.settle_terms(st)  # the last backward's terms, with no step after it
         globals_ = timeless(st.env) if st is not None else {}
         file.module_completed = st is not None
         file.module_heap = st.heap.flat() if st is not None else {}

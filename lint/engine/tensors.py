@@ -34,6 +34,7 @@ from gradguard.facts import (
     EMPTY_SAVES,
     NOT_DIFFERENTIABLE,
     UNKNOWN_TENSOR,
+    Cut,
     Origin,
     SaveSet,
     TensorFacts,
@@ -154,8 +155,10 @@ class Tensors(Room):
                         known or not facts.assumed_grad
                 why = why or facts.why_no_grad
                 dropped |= facts.dropped_terms
-                if producer not in SNAPSHOTS and self.cut_parameter(st, value):
-                    dropped |= {(node, "term")}
+                parameter = self.cut_parameter(st, value) if producer not in SNAPSHOTS \
+                    else None
+                if parameter is not None:
+                    dropped |= {Cut(node, "term", parameter)}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
         if producer.key() in self.knowledge.non_differentiable:
@@ -306,14 +309,15 @@ class Tensors(Room):
             return UNKNOWN
         return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
 
-    def cut_parameter(self, st: State, value: TensorRef) -> bool:
-        """A parameter read through ``.data`` or ``.detach()``. (An activation read so is
-        usually a deliberate stop-gradient: a target, SimSiam's ``z.detach()``.)"""
+    def cut_parameter(self, st: State, value: TensorRef) -> Optional[Hashable]:
+        """The parameter ``value`` reads through ``.data`` or ``.detach()``, if it is one.
+        (An activation read so is usually a deliberate stop-gradient: a target, SimSiam's
+        ``z.detach()``.)"""
         facts = self.facts(st, value)
         if not (facts.untracked or facts.producer == "detach") or facts.base is None:
-            return False
+            return None
         base = st.heap.get(facts.base)
-        return base is not None and base.is_grad_leaf
+        return facts.base if base is not None and base.is_grad_leaf else None
 
     def detached_original(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """For a tensor reached through ``.detach()``, the tensor it was detached from."""
@@ -507,7 +511,7 @@ class Tensors(Room):
                                 "`detach_()`", False, tensor.obj, detach=True)
             # ...and every later use is cut from the graph it had, if that was still live
             # (a backward through a later use needs none of that graph's saves).
-            cut = frozenset({(node, "detach_")}) if facts.is_leaf is Tri.NO \
+            cut = frozenset({Cut(node, "detach_")}) if facts.is_leaf is Tri.NO \
                 and facts.saves & st.saves else frozenset()
             st.heap[tensor.obj] = facts.evolve(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None, saves=EMPTY_SAVES,

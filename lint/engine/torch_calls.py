@@ -9,7 +9,7 @@ from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
 from gradguard.engine.room import Room
 from gradguard.engine.tensors import returns_values_and_indices
 from gradguard.events import LegacyVariable, OutArgument, Prose, SaveRecord
-from gradguard.facts import Origin, SaveSet, TensorFacts, Tri
+from gradguard.facts import Cut, Origin, SaveSet, TensorFacts, Tri
 from gradguard.knowledge import OpName
 from gradguard.state import State
 from gradguard.values import (
@@ -59,7 +59,7 @@ class TorchCalls(Room):
             else Origin(node, f"a copy by {how} of tensors that require grad, with no graph")
             if copied else Origin(node, f"created by {how} without `requires_grad=True`"),
             rewrapped=rewrapped, contiguous=contiguous,
-            dropped_terms=frozenset({(node, "copy")}) if copied else frozenset()))
+            dropped_terms=frozenset({Cut(node, "copy")}) if copied else frozenset()))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
