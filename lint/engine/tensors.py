@@ -70,13 +70,18 @@ class PendingRead(NamedTuple):
     operation: str
     written: str = "alias"
     alias_node: Optional[cst.CSTNode] = None
+    resets: bool = False  # a write into the original that discards its values
 
-    def event(self, read_text: str, read_node: cst.CSTNode) -> AliasWriteRead:
-        """The event for a read of ``watched`` (``read_text``, at ``read_node``)."""
+    def event(self, read_text: str, read_node: cst.CSTNode,
+              statement: Optional[cst.CSTNode]) -> AliasWriteRead:
+        """The event for a read of ``watched`` (``read_text``, at ``read_node``, in the
+        simple statement ``statement`` when known)."""
         if self.written == "alias":
             return AliasWriteRead(self.node, self.text, self.operation, read_text, read_node)
         return AliasWriteRead(self.node, read_text, self.operation, self.text, read_node,
-                              written="original", alias_node=self.alias_node)
+                              written="original", alias_node=self.alias_node,
+                              resets=self.resets,
+                              beside_original=names_tensor(statement, self.text))
 
 
 class Tensors(Room):
@@ -335,18 +340,19 @@ class Tensors(Room):
             if hits:
                 st.alias_writes = st.alias_writes - set(hits)
                 for write in hits:
-                    self.engine.dispatch("alias_write_read", write.event(source_text(node), node))
+                    self.engine.dispatch("alias_write_read", write.event(
+                        source_text(node), node, self.engine.statement))
         return value
 
     def note_original_write(self, st: State, node: cst.CSTNode, written: set, text: str,
-                            operation: str) -> None:
+                            operation: str, resets: bool) -> None:
         """A write into ``written`` (objects) that has ``.detach()`` aliases: each alias,
-        read later, sees the new values."""
+        read later, sees the new values (``resets``: constants)."""
         for original, alias, detach_node in st.detach_aliases:
             if original in written and not any(
                     write.watched == alias and write.node is node for write in st.alias_writes):
                 st.alias_writes = st.alias_writes | {
-                    PendingRead(alias, node, text, operation, "original", detach_node)}
+                    PendingRead(alias, node, text, operation, "original", detach_node, resets)}
 
     def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """The object owning the storage that ``obj`` views, or None if it owns it."""
@@ -410,7 +416,9 @@ class Tensors(Room):
                             for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {PendingRead(original, node, text, operation)}
         if original is None and not hit and st.detach_aliases:
-            self.note_original_write(st, node, {target.obj, memory}, text, operation)
+            resets = (method is not None and method.name in RESETS) or (
+                operation == "item assignment" and all(is_number(v) for v in operands))
+            self.note_original_write(st, node, {target.obj, memory}, text, operation, resets)
         if method is not None and _relayouts(method, self.knowledge.view_methods):
             self.forget_layout(st, target)
         if method is not None and method.key() in self.knowledge.inplace_saves_result \
@@ -654,6 +662,29 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
                             "stride", "storage_offset", "ndimension", "get_device"})
 
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
+# In-place methods whose result does not depend on the values they overwrite.
+RESETS = frozenset({"zero_", "fill_"})
+
+
+def names_tensor(statement: Optional[cst.CSTNode], text: str) -> bool:
+    """Whether ``statement`` names the tensor written as ``text`` (``lin.weight``, also
+    for ``lin.weight.data[i]``): a name or attribute spelled as its outermost one."""
+    if statement is None:
+        return False
+    name = _named_tensor(text)
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == name
+               for node in walk(statement))
+
+
+def _named_tensor(text: str) -> str:
+    """``model.P`` for ``model.P.data[u]``: the tensor a write's text names, without its
+    subscripts and ``.data``/``.detach()``."""
+    name = text.split("[", 1)[0]
+    for suffix in (".data", ".detach()"):
+        name = name.removesuffix(suffix)
+    return name
+
+
 SNAPSHOTS = frozenset(OpName.of("Tensor", name) for name in ("clone", "copy", "contiguous"))
 
 
