@@ -1001,8 +1001,23 @@ CASES = {
         snapshot = x.detach()
         for _ in range(3):
             x.add_(1)
-            print(snapshot)
+            print(x - snapshot)
         """, {(5, "GG309")}),
+    "a .detach() alias read alone after an update of its original: the new values": ("""
+        import torch
+        x = torch.ones(3)
+        view = x.detach()
+        for _ in range(3):
+            x.add_(1)
+            print(view)
+        """, set()),
+    "a .detach() alias read after its original was reset: it reads constants": ("""
+        import torch
+        x = torch.ones(3)
+        kept = x.detach()
+        x[:] = 0
+        print(kept)
+        """, {(4, "GG309")}),
     "torch.tensor of tensors that require grad, only logged": ("""
         import torch
         w = torch.ones(3, requires_grad=True)
