@@ -55,6 +55,8 @@ class MultiViewInplace(Rule):
     code = "GG203"
     name = "multi-view-inplace"
     summary = "in-place operation on an output of unbind/split/chunk while grad is tracked"
+    torch_shows = ("raises at the write: an output of a multi-view op is modified in place "
+                   "(only where it requires grad in fact)")
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         target = event.target

@@ -55,6 +55,8 @@ class DetachedLossTerm(Rule):
     code = "GG307"
     name = "detached-loss-term"
     summary = "loss term reads a parameter through `.data`/`.detach()`: no gradient from it"
+    torch_shows = ("the step after the backward updates the parameter without the term's "
+                   "gradient, unlike the intended program")
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
         if event.kind != "term":

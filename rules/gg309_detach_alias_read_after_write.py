@@ -57,6 +57,8 @@ class DetachAliasReadAfterWrite(Rule):
     code = "GG309"
     name = "detach-alias-read-after-write"
     summary = "in-place write into a tensor whose `.detach()` alias is read later"
+    torch_shows = ("nothing raises; the alias reads new values where the code shows the old "
+                   "were meant (constants after a reset, no difference from the original)")
 
     def on_alias_write_read(self, event: AliasWriteRead) -> None:
         if event.written != "original":
