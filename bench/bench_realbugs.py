@@ -11,8 +11,8 @@ as missed unless some rule reports the line). A look-alike's *findings* are ever
 finding gradguard reports in it: each is a false positive, since the look-alike runs clean
 under torch (``tests/test_realbugs.py`` proves both sides). A hazard finding claims the
 program breaks (raises, or computes a wrong or missing gradient): GG1xx to GG3xx but the
-two advisories, GG302 (a ``.data`` write, which is how a correct manual SGD step of old
-code looks) and GG308 (the legacy ``Variable``).
+advisories (``Rule.advisory``): GG302 (a ``.data`` write, which is how a correct manual
+SGD step of old code looks) and GG308 (the legacy ``Variable``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ SHAPES = ("elsewhere", "collections", "time", "conditions", "new-errors")
 FIELDS = ("Source", "Shape", "Symptom")
 CULPRIT = re.compile(r"#\s*culprit:\s*(GG\d{3}|-)\s*$")
 HAZARD = re.compile(r"GG[123]\d\d$")
-ADVISORIES = ("GG302", "GG308")  # they say how to write it better, not that it breaks
+
+
+def advisories() -> frozenset[str]:
+    """The rules that say how to write it better, not that it breaks (``Rule.advisory``)."""
+    from gradguard.rules import ALL_RULES
+    return frozenset(rule.code for rule in ALL_RULES if rule.advisory)
 
 
 @dataclass
@@ -91,7 +96,7 @@ def hazards(path: Path) -> list:
     """gradguard's hazard findings in ``path``, default rules (as a user runs it)."""
     from gradguard import check_source
     return [f for f in check_source(path.read_bytes(), str(path))  # the default rules
-            if f.path == str(path) and HAZARD.match(f.code) and f.code not in ADVISORIES]
+            if f.path == str(path) and HAZARD.match(f.code) and f.code not in advisories()]
 
 
 def judge(program: Program) -> Judged:

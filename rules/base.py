@@ -70,6 +70,13 @@ class Rule:
     name: ClassVar[str]  # kebab-case, as ruff names rules
     summary: ClassVar[str]  # one line for the rule table
     default_enabled: ClassVar[bool] = True
+    # A hazard claims the program breaks, and says what torch shows where the rule is right
+    # (``torch_shows``: an error at a line, or a gradient or value that differs from the
+    # intended program's). A shape where torch cannot show it is no finding of the rule.
+    # An advisory (``advisory``) says how to write the code better: nothing breaks, and
+    # it is not counted as a hazard (``bench/bench_realbugs.py``).
+    torch_shows: ClassVar[str] = ""
+    advisory: ClassVar[bool] = False
     # whether findings carry an automatic fix: "never", "sometimes" (some occurrences, or
     # only when the "Fix safety" section's condition holds) or "always"
     fixable: ClassVar[str] = "never"

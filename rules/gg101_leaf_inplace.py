@@ -89,6 +89,7 @@ class LeafInplace(Rule):
     code = "GG101"
     name = "leaf-inplace"
     summary = "in-place operation on a leaf tensor that requires grad"
+    torch_shows = "raises at the write: a leaf that requires grad is used in an in-place operation"
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:

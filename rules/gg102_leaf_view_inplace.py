@@ -57,6 +57,7 @@ class LeafViewInplace(Rule):
     code = "GG102"
     name = "leaf-view-inplace"
     summary = "in-place operation on a view of a leaf tensor that requires grad"
+    torch_shows = "raises at the write: a view of a leaf that requires grad is modified in place"
     fixable = "sometimes"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:

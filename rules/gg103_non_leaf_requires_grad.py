@@ -46,6 +46,7 @@ class NonLeafRequiresGrad(Rule):
     code = "GG103"
     name = "non-leaf-requires-grad"
     summary = "setting `requires_grad` on a tensor that is not a leaf: torch raises"
+    torch_shows = "raises at the line: only a leaf's `requires_grad` can be changed"
 
     def on_requires_grad_set(self, event: RequiresGradSet) -> None:
         if event.is_leaf is not Tri.NO or (event.method and event.flag is not Tri.NO):

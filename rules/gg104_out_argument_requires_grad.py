@@ -47,6 +47,7 @@ class OutArgumentRequiresGrad(Rule):
     code = "GG104"
     name = "out-argument-requires-grad"
     summary = "`out=` argument of a torch function while grad is tracked: torch raises"
+    torch_shows = "raises at the call: `out=` does not support automatic differentiation"
 
     def on_out_argument(self, event: OutArgument) -> None:
         if event.grad_enabled is not Tri.YES:

@@ -71,6 +71,8 @@ class SavedTensorInplace(Rule):
     code = "GG201"
     name = "saved-tensor-inplace"
     summary = "in-place mutation of a tensor that a live graph saved for backward"
+    torch_shows = ("the backward raises: a variable needed for gradient computation was "
+                   "modified by an in-place operation")
     fixable = "sometimes"
     claims = Claim()
 

@@ -61,6 +61,7 @@ class ParameterUpdateBeforeBackward(Rule):
     code = "GG202"
     name = "parameter-update-before-backward"
     summary = "parameter update between a forward that saved the parameters and its backward"
+    torch_shows = "the backward raises: the step changed a parameter that the forward saved"
     claims = Claim("parameter_update")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:

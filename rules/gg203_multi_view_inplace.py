@@ -15,6 +15,13 @@ class MultiViewInplace(Rule):
     ``unbind`` too: ``for row in x: row.add_(1)`` (also through ``enumerate``, ``zip``,
     ``list`` and comprehensions).
 
+    The tensor must require grad in fact: one that requires grad only by the engine's
+    assumption that a ``forward`` receives activations (``def forward(self, x,
+    edge_index): src, dst = edge_index.split(1); src += offset``, a body analysed on its
+    own) is not reported, since an index tensor handed to ``forward`` never requires grad
+    and torch then raises nothing. A call the engine follows binds the argument to what
+    the caller passes, and is reported on that.
+
     ## Why is this bad?
     Those outputs are views whose backward cannot be rewritten for an in-place change.
     torch raises at once: ``RuntimeError: Output 0 of SplitBackward0 is a view and is
@@ -48,6 +55,8 @@ class MultiViewInplace(Rule):
     code = "GG203"
     name = "multi-view-inplace"
     summary = "in-place operation on an output of unbind/split/chunk while grad is tracked"
+    torch_shows = ("raises at the write: an output of a multi-view op is modified in place "
+                   "(only where it requires grad in fact)")
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         target = event.target
@@ -57,6 +66,10 @@ class MultiViewInplace(Rule):
                 and target.created_with_grad is Tri.YES):
             return self.decline("grad is not known to be tracked (grad mode on, the view "
                                 "requiring grad and made with grad on)")
+        if target.assumed_grad:
+            return self.decline("the view requires grad only by the assumption that a "
+                                "`forward`'s arguments are activations; torch raises only "
+                                "where it does in fact (an index tensor never does)")
         self.report(
             event.node,
             f"in-place {event.operation} on {quote(event.target_text)}, an output of "

@@ -71,6 +71,8 @@ class FunctionForwardWritesInput(Rule):
     code = "GG204"
     name = "function-forward-writes-input"
     summary = "a custom autograd Function's forward writes an input that a graph saved"
+    torch_shows = ("the backward raises: the Function's forward changed an input an earlier "
+                   "op saved")
     claims = Claim("in_function")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:

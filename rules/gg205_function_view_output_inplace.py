@@ -68,6 +68,7 @@ class FunctionViewOutputInplace(Rule):
     code = "GG205"
     name = "function-view-output-inplace"
     summary = "in-place write into a view that a custom autograd Function returned"
+    torch_shows = "raises at the write: a view a custom Function returned is modified in place"
 
     def on_inplace_write(self, event: InplaceWrite) -> None:
         target = event.target

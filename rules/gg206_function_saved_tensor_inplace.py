@@ -75,6 +75,7 @@ class FunctionSavedTensorInplace(Rule):
     code = "GG206"
     name = "function-saved-tensor-inplace"
     summary = "in-place write into a tensor a custom autograd Function saved for backward"
+    torch_shows = "the backward raises: a tensor `ctx.save_for_backward` saved was modified"
     claims = Claim("into_function_save")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:

@@ -62,6 +62,7 @@ class BackwardThroughFreedGraph(Rule):
     code = "GG207"
     name = "backward-through-freed-graph"
     summary = "backward through saved tensors that an earlier backward freed: torch raises"
+    torch_shows = "the backward raises: trying to backward through the graph a second time"
 
     def on_backward_through_freed(self, event: BackwardThroughFreed) -> None:
         save = event.save

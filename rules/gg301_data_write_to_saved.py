@@ -54,6 +54,8 @@ class DataWriteToSaved(Rule):
     code = "GG301"
     name = "data-write-to-saved"
     summary = "write through `.data` into a tensor saved for backward: silently wrong gradient"
+    torch_shows = ("nothing raises; the gradient differs from the intended program's "
+                   "(computed from the changed saved values)")
     claims = Claim("silent")
 
     def on_saved_tensor_mutated(self, event: SavedTensorMutated) -> None:

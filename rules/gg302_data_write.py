@@ -66,6 +66,7 @@ class DataWrite(Rule):
     code = "GG302"
     name = "data-write"
     summary = "in-place write through `.data` or assignment to `.data`"
+    advisory = True
     fixable = "sometimes"
     options = (
         Option("allow-in", (), "Globs of function names inside which `.data` writes are "

@@ -48,6 +48,8 @@ class DetachAliasWrite(Rule):
     code = "GG303"
     name = "detach-alias-write"
     summary = "in-place write through a `.detach()` alias changes the original, read later"
+    torch_shows = ("nothing raises; the original, read later, holds values the intended "
+                   "program's does not")
 
     def on_alias_write_read(self, event: AliasWriteRead) -> None:
         if event.written != "alias":

@@ -50,6 +50,8 @@ class BackwardWithoutGradRule(Rule):
     code = "GG304"
     name = "backward-without-grad"
     summary = "backward() on a tensor that cannot require grad, or on a re-wrapped leaf"
+    torch_shows = ("the backward raises (the tensor does not require grad), or, for a "
+                   "re-wrapped leaf, the model's gradients stay None")
 
     def on_backward_without_grad(self, event: BackwardWithoutGrad) -> None:
         if event.rewrapped is not None:

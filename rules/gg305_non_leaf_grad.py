@@ -43,6 +43,7 @@ class NonLeafGrad(Rule):
     code = "GG305"
     name = "non-leaf-grad"
     summary = "`.grad` of a non-leaf tensor without retain_grad(): always None"
+    torch_shows = "`.grad` is None, and torch warns at the read"
 
     def on_non_leaf_grad_read(self, event: NonLeafGradRead) -> None:
         producer = event.facts.producer

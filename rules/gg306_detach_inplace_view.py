@@ -51,6 +51,8 @@ class DetachInplaceView(Rule):
     code = "GG306"
     name = "detach-inplace"
     summary = "detach_() on a view, on a saved input, or on a graph a later backward needs"
+    torch_shows = ("raises at `detach_()` of a view, or at the backward through a saved "
+                   "input; else the layers before the cut get no gradient")
     claims = Claim("detach")
 
     def on_detach_inplace(self, event: DetachInplace) -> None:

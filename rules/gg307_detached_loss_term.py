@@ -9,7 +9,14 @@ from gradguard.rules.base import Rule
 class DetachedLossTerm(Rule):
     """## What it does
     Finds terms of a backpropagated loss that read a parameter through ``.data`` or
-    ``.detach()``: ``loss = ce + lam * torch.norm(bn.weight.data, 1)``.
+    ``.detach()``: ``loss = ce + lam * torch.norm(bn.weight.data, 1)``, where that
+    parameter's gradient from the backward would be used: the optimizer stepped next
+    updates the parameter, or no step the engine knows comes before the next backward (or
+    the end of the code). Where the optimizer stepped after the backward does not update
+    it (alternating updates that hold one factor fixed with ``W.data`` while fitting
+    ``H``, a GAN's generator step reading the discriminator's weights), the cut is the
+    algorithm's, and ``W`` in its place would add a gradient that the next step of ``W``'s
+    optimizer uses: not reported.
 
     ## Why is this bad?
     The term changes the loss's value but contributes no gradient: the regularizer (or
@@ -48,6 +55,8 @@ class DetachedLossTerm(Rule):
     code = "GG307"
     name = "detached-loss-term"
     summary = "loss term reads a parameter through `.data`/`.detach()`: no gradient from it"
+    torch_shows = ("the step after the backward updates the parameter without the term's "
+                   "gradient, unlike the intended program")
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
         if event.kind != "term":

@@ -52,6 +52,7 @@ class LegacyVariableRule(Rule):
     code = "GG308"
     name = "legacy-variable"
     summary = "torch.autograd.Variable / volatile= (legacy since 0.4)"
+    advisory = True
     fixable = "sometimes"
     default_enabled = False
 

@@ -9,8 +9,18 @@ from gradguard.rules.base import Rule, quote
 class DetachAliasReadAfterWrite(Rule):
     """## What it does
     Finds in-place writes into a tensor that has a ``.detach()`` alias (``g =
-    x.grad.detach()``, then ``x.grad.zero_()``) when the alias is read afterwards. The
-    mirror of GG303, which finds writes through the alias.
+    x.grad.detach()``, then ``x.grad.zero_()``) when the alias is read afterwards and the
+    code shows it meant the old values: the write discards them (``zero_()``,
+    ``fill_(v)``, ``x[...] = 0``: the alias would read constants), or the statement that
+    reads the alias also names the original (``lin.weight.detach() - before``: the code
+    takes them for two values). The mirror of GG303, which finds writes through the
+    alias.
+
+    A read of the new values may be the algorithm: an alternating-least-squares trainer
+    takes ``P = model.P.detach()``, solves each row into ``model.P.data[u]``, then reads
+    ``P`` to solve the other factor. Nothing raises and no gradient is involved; torch
+    shows a difference only from what the author expected, so such a read is not
+    reported.
 
     ## Why is this bad?
     ``.detach()`` is no snapshot: the alias shares the original's storage, so it reads
@@ -47,10 +57,17 @@ class DetachAliasReadAfterWrite(Rule):
     code = "GG309"
     name = "detach-alias-read-after-write"
     summary = "in-place write into a tensor whose `.detach()` alias is read later"
+    torch_shows = ("nothing raises; the alias reads new values where the code shows the old "
+                   "were meant (constants after a reset, no difference from the original)")
 
     def on_alias_write_read(self, event: AliasWriteRead) -> None:
         if event.written != "original":
             return  # a write through the alias: GG303
+        if not (event.resets or event.beside_original):
+            return self.decline("nothing shows the old values were meant: the write does "
+                                "not discard them, and the read does not set the alias "
+                                "beside the original (reading the new values may be the "
+                                "algorithm)")
         self.report(
             event.write_node,
             f"in-place {event.operation} on {quote(event.original_text)} also changes "

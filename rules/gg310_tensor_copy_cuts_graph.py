@@ -51,6 +51,7 @@ class TensorCopyCutsGraph(Rule):
     code = "GG310"
     name = "tensor-copy-cuts-graph"
     summary = "`torch.tensor(...)` of tensors that require grad, in a loss: no gradient from it"
+    torch_shows = "the loss's gradient lacks the copied part (torch warns at the copy)"
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
         if event.kind != "copy":

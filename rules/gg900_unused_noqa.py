@@ -56,5 +56,6 @@ class UnusedNoqa(Rule):
     code = "GG900"
     name = "unused-noqa"
     summary = "`# noqa` code that suppresses no finding"
+    advisory = True
     default_enabled = False
     fixable = "always"

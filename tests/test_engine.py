@@ -1001,8 +1001,23 @@ CASES = {
         snapshot = x.detach()
         for _ in range(3):
             x.add_(1)
-            print(snapshot)
+            print(x - snapshot)
         """, {(5, "GG309")}),
+    "a .detach() alias read alone after an update of its original: the new values": ("""
+        import torch
+        x = torch.ones(3)
+        view = x.detach()
+        for _ in range(3):
+            x.add_(1)
+            print(view)
+        """, set()),
+    "a .detach() alias read after its original was reset: it reads constants": ("""
+        import torch
+        x = torch.ones(3)
+        kept = x.detach()
+        x[:] = 0
+        print(kept)
+        """, {(4, "GG309")}),
     "torch.tensor of tensors that require grad, only logged": ("""
         import torch
         w = torch.ones(3, requires_grad=True)
@@ -1144,6 +1159,63 @@ CASES = {
         holder.store.put(w * 2)
         holder.step()
         holder.store.h.detach_()
+        """, set()),
+    # --- precision (issue 28): what only an assumption says makes no certain finding ------
+    "two models known only by use: their parameters are not each other's": ("""
+        import torch
+        def ema(target, model, rate):
+            for t, s in zip(target.parameters(), model.parameters()):
+                t.detach().mul_(rate).add_(s.detach(), alpha=1 - rate)
+        """, set()),
+    "a forward's argument requires grad only by assumption: no GG203 in its own body": ("""
+        import torch.nn as nn
+        class Shift(nn.Module):
+            def forward(self, x, edge_index):
+                src, dst = edge_index.split(1)
+                src += 1
+                return x[src[0]]
+        """, set()),
+    "a forward followed with an activation: its split outputs require grad in fact": ("""
+        import torch
+        import torch.nn as nn
+        class Halve(nn.Module):
+            def forward(self, x):
+                a, b = x.chunk(2)
+                a.mul_(2)
+                return a + b
+        Halve()(nn.Linear(2, 2)(torch.randn(4, 2)))
+        """, {(6, "GG203")}),
+    "integer tensors by annotation and by conversion require no grad": ("""
+        import torch
+        import torch.nn as nn
+        class Index(nn.Module):
+            def forward(self, ids: torch.LongTensor):
+                a, b = ids.split(1)
+                a += 1
+        h = nn.Linear(2, 2)(torch.randn(2, 2))
+        c, d = h.to(torch.long).split(1)
+        c += 1
+        e, f = h.type(torch.cuda.LongTensor).split(1)
+        e += 1
+        """, set()),
+    "a .data term matters when the step after its backward updates that parameter": ("""
+        import torch
+        import torch.nn as nn
+        net = nn.Linear(2, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss = net(torch.randn(3, 2)).sum() + net.weight.data.abs().sum()
+        loss.backward()
+        opt.step()
+        """, {(5, "GG307")}),
+    "a .data term of a parameter the next step does not update is the algorithm's": ("""
+        import torch
+        import torch.nn as nn
+        g, d = nn.Linear(2, 2), nn.Linear(2, 1)
+        opt_g = torch.optim.SGD(g.parameters(), lr=0.1)
+        opt_d = torch.optim.SGD(d.parameters(), lr=0.1)
+        loss = (g(torch.randn(3, 2)) @ d.weight.data.t()).sum()
+        loss.backward()
+        opt_g.step()
         """, set()),
 }
 

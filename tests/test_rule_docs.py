@@ -65,6 +65,14 @@ def test_rule_declares_fixability(rule):
     assert rule.fixable in FIXABILITY
 
 
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda rule: rule.code)
+def test_rule_is_a_hazard_that_says_what_torch_shows_or_an_advisory(rule):
+    """Issue 28: a hazard says what torch shows where it is right (an error at a line, a
+    gradient or value that differs from the intended program's); an advisory claims no
+    breakage, and says nothing of the kind."""
+    assert bool(rule.torch_shows) != rule.advisory, rule.code
+
+
 @pytest.mark.parametrize("code", RULES)
 def test_example_is_flagged_and_use_instead_is_clean(code):
     for block in _blocks(code, "Example"):

@@ -136,7 +136,12 @@ class AliasWriteRead:
     """A ``.detach()`` alias and its original share storage, and a write into one is read
     through the other: ``written`` says which was written. "alias": the original is read
     after a write through the alias (GG303); "original": the alias (made at
-    ``alias_node``) is read after a write into the original (GG309)."""
+    ``alias_node``) is read after a write into the original (GG309).
+
+    For a write into the original, what says the alias was meant to keep the old values:
+    ``resets``, the write discards them (``zero_()``, ``fill_(v)``, ``x[...] = 0``), so the
+    alias reads constants; ``beside_original``, the statement that reads the alias also
+    names the original (``w.detach() - before``), taking them for two values."""
 
     write_node: cst.CSTNode
     alias_text: str
@@ -145,6 +150,8 @@ class AliasWriteRead:
     read_node: cst.CSTNode
     written: str = "alias"
     alias_node: Optional[cst.CSTNode] = None
+    resets: bool = False
+    beside_original: bool = False
 
 
 @dataclass(frozen=True)

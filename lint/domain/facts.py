@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Hashable, NamedTuple, Optional
 
 
 class Tri(enum.Enum):
@@ -223,6 +223,18 @@ def _flat(records) -> frozenset:
 EMPTY_SAVES = SaveSet()
 
 
+class Cut(NamedTuple):
+    """Where a tensor's graph was cut (``TensorFacts.dropped_terms``): at ``node``, how
+    (``kind``: "term", a term that read a parameter through ``.data``/``.detach()``;
+    "detach_", a ``detach_()`` of a tensor whose graph was still live; "copy", a
+    ``torch.tensor(...)`` copy of tensors that require grad) and, for a term, the
+    ``parameter`` it read."""
+
+    node: object
+    kind: str
+    parameter: Hashable = None
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     """What is known about one abstract tensor object (one allocation site)."""
@@ -255,9 +267,9 @@ class TensorFacts:
     # A new leaf wrapped around a value cut from its graph (``torch.tensor(loss.item(),
     # requires_grad=True)``): backward through it reaches nothing.
     rewrapped: Optional[Origin] = None
-    # Where its graph was cut: (node, "term") for a term that read a parameter through
-    # ``.data``/``.detach()`` (it adds to the value, not to the gradient), (node,
-    # "detach_") for a ``detach_()`` of a tensor whose graph was still live.
+    # Where its graph was cut (``Cut``s): a term that read a parameter through
+    # ``.data``/``.detach()`` (it adds to the value, not to the gradient), a ``detach_()``
+    # of a tensor whose graph was still live, a ``torch.tensor(...)`` copy.
     dropped_terms: frozenset = frozenset()
     # Laid out contiguously (``reshape`` and ``contiguous`` then alias it): a factory's
     # output, and a pointwise op's or a shape view's of contiguous tensors.

@@ -262,7 +262,10 @@ class State:
     allocation site has made a new tensor since (a loop's next pass): a write to the new
     tensor does not change them. ``gradients``: whether a backward may have given leaves
     a ``.grad`` (an optimizer steps only those that have one): no at the start of a
-    module, unknown at the start of a function analysed alone. ``freed``: the saves a
+    module, unknown at the start of a function analysed alone. ``pending_terms``: terms
+    of a backpropagated loss that read a parameter through ``.data``/``.detach()``, each
+    (``Cut``, the backward's node), until the next step or backward decides them
+    (``SavedTensors.settle_terms``). ``freed``: the saves a
     backward without ``retain_graph`` certainly freed (on every path, and not made again
     since), each with that backward's node: a backward through one raises. ``globals``:
     a function's globals, the module's bindings, shared and never copied or joined (a
@@ -286,6 +289,7 @@ class State:
         Field("detach_aliases", frozenset(), same,      or_,         None,      EFFECT),
         Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
         Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
+        Field("pending_terms", frozenset(),  same,      or_,         None,      EFFECT),
         Field("freed",        frozenset(),   same,      freed_on_both, None,    EFFECT),
         Field("globals",      EMPTY_GLOBALS, same,      shared,      None,      OWN),
         Field("scope",        None,          same,      shared,      None,      OWN),

@@ -296,10 +296,14 @@ def with_items_unknown(container: Value) -> Value:
 
 @dataclass(frozen=True)
 class ParamsOf(Value):
-    """``m.parameters()`` / ``m.named_parameters()``: iterating yields leaves that require grad."""
+    """``m.parameters()`` / ``m.named_parameters()``: iterating yields leaves that require grad.
+    For an ``owner`` not known (a model the code receives), ``site`` is the call that uses
+    it as a module: its parameters are an object of their own, so two models' parameters
+    (``zip(target.parameters(), model.parameters())``) are never taken for each other's."""
 
     owner: Value
     named: bool
+    site: Hashable = None
 
 
 @dataclass(frozen=True)

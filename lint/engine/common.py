@@ -17,6 +17,7 @@ from gradguard.domain.values import (
     FunctionVal,
     Instance,
     ModuleObj,
+    Ref,
     Seq,
     Value,
 )
@@ -104,6 +105,32 @@ PARAMS = "*params"  # the storage name standing for "some parameter of this owne
 # Reductions whose two-tensor form is another op: torch.max(a, b) is torch.maximum(a, b),
 # which saves both inputs and not its result.
 BINARY_FORMS = {"min": "minimum", "max": "maximum"}
+
+
+# Tensors of these dtypes never require grad (torch lets only floating point and complex
+# tensors), by the last name that spells them: the dtypes (``torch.long``, ``torch.bool``)
+# and the legacy tensor types (``torch.LongTensor``, ``torch.cuda.BoolTensor``).
+INTEGER_DTYPES = frozenset({
+    "long", "int", "short", "bool", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+})
+INTEGER_TENSOR_TYPES = frozenset({
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+})
+
+
+def names_integer_dtype(value: Value) -> bool:
+    """Whether ``value`` spells an integer (or bool) dtype or tensor type, as ``.to()``
+    and ``.type()`` take it: ``torch.long``, ``torch.cuda.LongTensor``,
+    ``"torch.LongTensor"``."""
+    if isinstance(value, Ref):
+        namespace, _, name = value.qualname.rpartition(".")
+        return namespace in ("torch", "torch.cuda") \
+            and (name in INTEGER_DTYPES or name in INTEGER_TENSOR_TYPES)
+    if isinstance(value, Const) and isinstance(value.value, str):
+        namespace, _, name = value.value.rpartition(".")
+        return namespace in ("torch", "torch.cuda") and name in INTEGER_TENSOR_TYPES
+    return False
 
 
 # Decorators known not to change grad mode or how a function body runs.

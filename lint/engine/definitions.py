@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -22,6 +23,7 @@ from gradguard.domain.values import (
 )
 from gradguard.engine.calls import module_bindings, self_attributes
 from gradguard.engine.common import (
+    INTEGER_TENSOR_TYPES,
     NEUTRAL_DECORATORS,
     _all_params,
     _is_scope,
@@ -117,7 +119,12 @@ class Definitions(Room):
             st.bind(name, self_value)
             if self_value.info.is_module and node.name.value == "forward":
                 for param in params[1:]:  # activations: they require grad
-                    if param.default is None and _may_be_tensor(param.annotation):
+                    if param.default is None and _integer_tensor(param.annotation):
+                        index = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES,
+                                            producer="input", why_no_grad=Origin(
+                                                param, "an integer tensor by its annotation"))
+                        st.bind(param.name.value, self.tensors.new_tensor(st, id(param), index))
+                    elif param.default is None and _may_be_tensor(param.annotation):
                         activation = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO,
                                                  producer="input", assumed_grad=True)
                         tensor = self.tensors.new_tensor(st, id(param), activation)
@@ -131,6 +138,7 @@ class Definitions(Room):
             else self.engine.suite(node.body, st)
         if end is not None:
             self.escape_stored(end)
+            self.saved.settle_terms(end)  # the last backward's terms, with no step after it
         self.method = None
 
     def escape_stored(self, st: State) -> None:
@@ -273,6 +281,19 @@ def _may_be_tensor(annotation: Optional[cst.Annotation]) -> bool:
     if outer in NOT_TENSORS:
         return False
     return "Tensor" in text or "Any" in text
+
+
+def _integer_tensor(annotation: Optional[cst.Annotation]) -> bool:
+    """Whether a ``forward`` parameter is an integer tensor by its annotation: every
+    tensor type it names is one (``edge_index: torch.LongTensor``, ``mask:
+    Optional[BoolTensor]``). Such a tensor never requires grad: it is no activation."""
+    if annotation is None:
+        return False
+    types = TENSOR_TYPE.findall(source_text(annotation.annotation))
+    return bool(types) and all(name in INTEGER_TENSOR_TYPES for name in types)
+
+
+TENSOR_TYPE = re.compile(r"\b\w*Tensor\b")
 
 
 # Annotations' outer names that hold tensors but are none (a list of them is a list)

@@ -421,7 +421,8 @@ class Expressions(Room):
                     for arg in node.args:
                         self.evaluate(arg.value, st)
                     # used as a module: its parameters are leaves (``received_parameters``)
-                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters")
+                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters",
+                                    site=id(node))
                 if isinstance(owner, FunctionContext):
                     args = [self.evaluate(arg.value, st) for arg in node.args]
                     return self.custom_functions.context_method(node, func.attr.value, args)
@@ -613,7 +614,7 @@ class Expressions(Room):
         if isinstance(iterable, ParamsOf):
             self.saved.note_owner(iterable)
             owner = iterable.owner
-            obj = (getattr(owner, "obj", id(site)), "*params")
+            obj = (getattr(owner, "obj", iterable.site or id(site)), "*params")
             if obj not in st.heap and owner is UNKNOWN:
                 st.heap[obj] = self.modules.received_parameters(st, obj, site)
             elif obj not in st.heap:
@@ -647,6 +648,7 @@ class Expressions(Room):
                 # backward none has one, and the step changes nothing)
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
                     else "the optimizer"
+                self.saved.settle_terms(st, owner.owners)
                 self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
             return UNKNOWN
         if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):

@@ -136,6 +136,9 @@ class Interpreter:
         self.saved = SavedTensors(self, **shared)
         self.calls = UserCalls(self, **shared)  # calls into the file's own functions and modules
         self.custom_functions = CustomFunctions(self, **shared)  # F.apply of autograd Functions
+        # the simple statement running now (None in a compound statement's header): a
+        # read's statement, for what it reads beside (``Tensors.read_tensor``)
+        self.statement: Optional[cst.SimpleStatementLine] = None
         self._statements = {
             cst.SimpleStatementLine: self.statements.simple_line,
             cst.If: self.control.if_,
@@ -278,6 +281,8 @@ class Interpreter:
         self.start_scope(module, None)
         # a module starts with no gradients: its optimizers step nothing before a backward
         st = self.block(module.body, State({}, Heap(), Tri.YES, gradients=Tri.NO))
+        if st is not None:
+            self.saved.settle_terms(st)  # the last backward's terms, with no step after it
         globals_ = timeless(st.env) if st is not None else {}
         file.module_completed = st is not None
         file.module_heap = st.heap.flat() if st is not None else {}
@@ -293,17 +298,23 @@ class Interpreter:
             self.definitions.function_body(function, closure, globals_, self_value, grad_mode)
 
     def block(self, statements, st: Optional[State]) -> Optional[State]:
-        for statement in statements:
-            if st is None:
-                return None  # unreachable code after return/raise/break
-            handler = self._statements.get(type(statement))
-            if handler is None:
-                continue
-            if self.trace is not None:
-                st = self.trace.statement(statement, st, handler)
-            else:
-                st = handler(statement, st)
-        return st
+        outer = self.statement
+        try:
+            for statement in statements:
+                if st is None:
+                    return None  # unreachable code after return/raise/break
+                handler = self._statements.get(type(statement))
+                if handler is None:
+                    continue
+                self.statement = statement \
+                    if isinstance(statement, cst.SimpleStatementLine) else None
+                if self.trace is not None:
+                    st = self.trace.statement(statement, st, handler)
+                else:
+                    st = handler(statement, st)
+            return st
+        finally:
+            self.statement = outer
 
     def suite(self, suite: cst.BaseSuite, st: Optional[State]) -> Optional[State]:
         if isinstance(suite, cst.SimpleStatementSuite):

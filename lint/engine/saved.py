@@ -326,6 +326,28 @@ class SavedTensors(Room):
                 for save in fresh)
         return True
 
+    def settle_terms(self, st: State, stepped: Optional[Iterable[Hashable]] = None) -> None:
+        """Decide the terms that read a parameter through ``.data``/``.detach()`` in a loss
+        backpropagated since the last step (``State.pending_terms``). A term matters only
+        where the parameter's gradient from that backward is used: when the optimizer
+        stepped next (whose ``owners`` are ``stepped``) does not update the parameter,
+        the cut is the algorithm's (alternating updates, a GAN's other network, a target
+        network): nothing to report. When it does, or when no known step came before the
+        next backward or the end of the analysed code (``stepped`` None), the term's
+        gradient was meant: reported."""
+        if not st.pending_terms:
+            return
+        for cut, backward in sorted(st.pending_terms, key=lambda pending: id(pending[0].node)):
+            if stepped is None or self.owns(stepped, cut.parameter):
+                self.engine.dispatch("dropped_term", DroppedTerm(cut.node, backward, cut.kind))
+        st.pending_terms = frozenset()
+
+    def owns(self, owners: Iterable[Hashable], parameter: Hashable) -> bool:
+        """Whether an optimizer over ``owners`` (modules and tensors) updates
+        ``parameter``."""
+        return any(owner == parameter or self._in_group((owner, PARAMS), parameter)
+                   for owner in owners)
+
     def update_parameters(self, st: State, node: cst.CSTNode, owners: Iterable[Hashable],
                           text: str, updater: str) -> None:
         """A parameter update of everything ``owners`` hold, in place (``opt.step()``,
@@ -345,14 +367,19 @@ class SavedTensors(Room):
         leaf; ``spelled_out``: every argument is known (no ``*args``), so ``retain`` is
         certain."""
         roots = [root for root in roots if isinstance(root, TensorRef)]
+        self.settle_terms(st)  # no step came between the last backward and this one
         for root in roots:
             facts = self.tensors.facts(st, root)
             if facts.requires_grad is Tri.NO or facts.rewrapped is not None:
                 self.engine.dispatch("backward_without_grad", BackwardWithoutGrad(
                     node, text, facts.why_no_grad, facts.rewrapped))
             elif facts.requires_grad is Tri.YES:
-                for term, kind in sorted(facts.dropped_terms, key=lambda t: id(t[0])):
-                    self.engine.dispatch("dropped_term", DroppedTerm(term, node, kind))
+                for cut in sorted(facts.dropped_terms, key=lambda cut: id(cut.node)):
+                    if cut.parameter is not None:  # decided by the step that follows
+                        st.pending_terms = st.pending_terms | {(cut, node)}
+                    else:
+                        self.engine.dispatch("dropped_term",
+                                             DroppedTerm(cut.node, node, cut.kind))
         needed = SaveSet.union(*(self.tensors.facts(st, root).saves for root in roots))
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:

@@ -21,6 +21,7 @@ from gradguard.domain.facts import (
     EMPTY_SAVES,
     NOT_DIFFERENTIABLE,
     UNKNOWN_TENSOR,
+    Cut,
     Origin,
     SaveSet,
     TensorFacts,
@@ -45,6 +46,7 @@ from gradguard.engine.common import (
     PARAMS,
     _retains,
     dotted,
+    names_integer_dtype,
     source_text,
     spelled_out,
     tri_of,
@@ -68,13 +70,18 @@ class PendingRead(NamedTuple):
     operation: str
     written: str = "alias"
     alias_node: Optional[cst.CSTNode] = None
+    resets: bool = False  # a write into the original that discards its values
 
-    def event(self, read_text: str, read_node: cst.CSTNode) -> AliasWriteRead:
-        """The event for a read of ``watched`` (``read_text``, at ``read_node``)."""
+    def event(self, read_text: str, read_node: cst.CSTNode,
+              statement: Optional[cst.CSTNode]) -> AliasWriteRead:
+        """The event for a read of ``watched`` (``read_text``, at ``read_node``, in the
+        simple statement ``statement`` when known)."""
         if self.written == "alias":
             return AliasWriteRead(self.node, self.text, self.operation, read_text, read_node)
         return AliasWriteRead(self.node, read_text, self.operation, self.text, read_node,
-                              written="original", alias_node=self.alias_node)
+                              written="original", alias_node=self.alias_node,
+                              resets=self.resets,
+                              beside_original=names_tensor(statement, self.text))
 
 
 class Tensors(Room):
@@ -153,8 +160,10 @@ class Tensors(Room):
                         known or not facts.assumed_grad
                 why = why or facts.why_no_grad
                 dropped |= facts.dropped_terms
-                if producer not in SNAPSHOTS and self.cut_parameter(st, value):
-                    dropped |= {(node, "term")}
+                parameter = self.cut_parameter(st, value) if producer not in SNAPSHOTS \
+                    else None
+                if parameter is not None:
+                    dropped |= {Cut(node, "term", parameter)}
         if st.grad is Tri.NO and requires_grad is not Tri.NO:
             why = Origin(node, "computed with grad disabled")
         if producer.key() in self.knowledge.non_differentiable:
@@ -306,14 +315,15 @@ class Tensors(Room):
             return UNKNOWN
         return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
 
-    def cut_parameter(self, st: State, value: TensorRef) -> bool:
-        """A parameter read through ``.data`` or ``.detach()``. (An activation read so is
-        usually a deliberate stop-gradient: a target, SimSiam's ``z.detach()``.)"""
+    def cut_parameter(self, st: State, value: TensorRef) -> Optional[Hashable]:
+        """The parameter ``value`` reads through ``.data`` or ``.detach()``, if it is one.
+        (An activation read so is usually a deliberate stop-gradient: a target, SimSiam's
+        ``z.detach()``.)"""
         facts = self.facts(st, value)
         if not (facts.untracked or facts.producer == "detach") or facts.base is None:
-            return False
+            return None
         base = st.heap.get(facts.base)
-        return base is not None and base.is_grad_leaf
+        return facts.base if base is not None and base.is_grad_leaf else None
 
     def detached_original(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """For a tensor reached through ``.detach()``, the tensor it was detached from."""
@@ -331,18 +341,19 @@ class Tensors(Room):
             if hits:
                 st.alias_writes = st.alias_writes - set(hits)
                 for write in hits:
-                    self.engine.dispatch("alias_write_read", write.event(source_text(node), node))
+                    self.engine.dispatch("alias_write_read", write.event(
+                        source_text(node), node, self.engine.statement))
         return value
 
     def note_original_write(self, st: State, node: cst.CSTNode, written: set, text: str,
-                            operation: str) -> None:
+                            operation: str, resets: bool) -> None:
         """A write into ``written`` (objects) that has ``.detach()`` aliases: each alias,
-        read later, sees the new values."""
+        read later, sees the new values (``resets``: constants)."""
         for original, alias, detach_node in st.detach_aliases:
             if original in written and not any(
                     write.watched == alias and write.node is node for write in st.alias_writes):
                 st.alias_writes = st.alias_writes | {
-                    PendingRead(alias, node, text, operation, "original", detach_node)}
+                    PendingRead(alias, node, text, operation, "original", detach_node, resets)}
 
     def root_of(self, st: State, obj: Hashable) -> Optional[Hashable]:
         """The object owning the storage that ``obj`` views, or None if it owns it."""
@@ -406,7 +417,9 @@ class Tensors(Room):
                             for write in st.alias_writes):
             st.alias_writes = st.alias_writes | {PendingRead(original, node, text, operation)}
         if original is None and not hit and st.detach_aliases:
-            self.note_original_write(st, node, {target.obj, memory}, text, operation)
+            resets = (method is not None and method.name in RESETS) or (
+                operation == "item assignment" and all(is_number(v) for v in operands))
+            self.note_original_write(st, node, {target.obj, memory}, text, operation, resets)
         if method is not None and _relayouts(method, self.knowledge.view_methods):
             self.forget_layout(st, target)
         if method is not None and method.key() in self.knowledge.inplace_saves_result \
@@ -507,7 +520,7 @@ class Tensors(Room):
                                 "`detach_()`", False, tensor.obj, detach=True)
             # ...and every later use is cut from the graph it had, if that was still live
             # (a backward through a later use needs none of that graph's saves).
-            cut = frozenset({(node, "detach_")}) if facts.is_leaf is Tri.NO \
+            cut = frozenset({Cut(node, "detach_")}) if facts.is_leaf is Tri.NO \
                 and facts.saves & st.saves else frozenset()
             st.heap[tensor.obj] = facts.evolve(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None, saves=EMPTY_SAVES,
@@ -557,6 +570,11 @@ class Tensors(Room):
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
             if name in self.knowledge.non_differentiable:  # ``.long()``: an integer tensor
                 return self.op_result(st, node, [tensor], op)
+            if name in ("to", "type") and any(names_integer_dtype(arg) for arg in args):
+                # ``x.to(torch.long)``, ``x.type(torch.LongTensor)``: an integer tensor too
+                return self.new_tensor(st, id(node), TensorFacts(
+                    requires_grad=Tri.NO, is_leaf=Tri.YES, producer=name,
+                    why_no_grad=Origin(node, f"converted to an integer dtype by `{name}`")))
             facts = self.facts(st, tensor)
             requires_grad = facts.requires_grad & st.grad
             return self.new_tensor(st, id(node), TensorFacts(
@@ -645,6 +663,29 @@ NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element
                             "stride", "storage_offset", "ndimension", "get_device"})
 
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
+# In-place methods whose result does not depend on the values they overwrite.
+RESETS = frozenset({"zero_", "fill_"})
+
+
+def names_tensor(statement: Optional[cst.CSTNode], text: str) -> bool:
+    """Whether ``statement`` names the tensor written as ``text`` (``lin.weight``, also
+    for ``lin.weight.data[i]``): a name or attribute spelled as its outermost one."""
+    if statement is None:
+        return False
+    name = _named_tensor(text)
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == name
+               for node in walk(statement))
+
+
+def _named_tensor(text: str) -> str:
+    """``model.P`` for ``model.P.data[u]``: the tensor a write's text names, without its
+    subscripts and ``.data``/``.detach()``."""
+    name = text.split("[", 1)[0]
+    for suffix in (".data", ".detach()"):
+        name = name.removesuffix(suffix)
+    return name
+
+
 SNAPSHOTS = frozenset(OpName.of("Tensor", name) for name in ("clone", "copy", "contiguous"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradguard.domain.events import LegacyVariable, OutArgument, Prose, SaveRecord
-from gradguard.domain.facts import Origin, SaveSet, TensorFacts, Tri
+from gradguard.domain.facts import Cut, Origin, SaveSet, TensorFacts, Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import (
     UNKNOWN,
@@ -59,7 +59,7 @@ class TorchCalls(Room):
             else Origin(node, f"a copy by {how} of tensors that require grad, with no graph")
             if copied else Origin(node, f"created by {how} without `requires_grad=True`"),
             rewrapped=rewrapped, contiguous=contiguous,
-            dropped_terms=frozenset({(node, "copy")}) if copied else frozenset()))
+            dropped_terms=frozenset({Cut(node, "copy")}) if copied else frozenset()))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")

@@ -62,6 +62,8 @@ class CodeInfo:
     diagnostic: bool
     fixable: str = "never"  # "never", "sometimes" or "always" (Rule.fixable)
     options: tuple = ()  # the rule's settings (rules.base.Option)
+    advisory: bool = False  # Rule.advisory: says how to write better, claims no breakage
+    torch_shows: str = ""  # Rule.torch_shows: what torch shows where a hazard rule is right
 
 
 def catalog() -> list[CodeInfo]:
@@ -76,7 +78,7 @@ def catalog() -> list[CodeInfo]:
     rules = [
         CodeInfo(rule.code, rule.name, rule.summary, rule.default_enabled,
                  inspect.cleandoc(rule.__doc__ or rule.summary), False, rule.fixable,
-                 rule.options)
+                 rule.options, rule.advisory, rule.torch_shows)
         for rule in ALL_RULES
     ]
     return diagnostics + rules

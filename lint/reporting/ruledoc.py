@@ -171,6 +171,22 @@ def document() -> str:
         "*Fix*: whether a finding can come with an automatic fix: *never*, *sometimes* (for "
         "some occurrences, see the rule's *Fix safety*) or *always*.",
         "",
+        "A *hazard* claims the program breaks, and torch can show it: an error at a line, or "
+        "a gradient or value that differs from the intended program's. Where torch could not "
+        "show it for a shape (the code may mean what it does), the rule does not report it. "
+        "An *advisory* says how to write the code better; nothing breaks, and it is not "
+        "counted as a hazard.",
+        "",
+        "| Code | Class | What torch shows where the rule is right |",
+        "|------|-------|------------------------------------------|",
+    ]
+    out += [
+        f"| {info.code} | {'advisory' if info.advisory else 'hazard'} | "
+        f"{_cell(info.torch_shows) if not info.advisory else 'nothing: a better way to write it'} |"
+        for info in infos
+    ]
+    out += [
+        "",
         "Besides the rules, gradguard reports on files it cannot lint. These diagnostics are "
         "always reported: no selection, per-file-ignores or `noqa` hides them (as ruff's "
         "syntax errors):",
