@@ -37,6 +37,22 @@ def test_the_generator_is_reproducible_and_writes_valid_python() -> None:
     assert len({generate(seed) for seed in range(50)}) == 50
 
 
+def test_a_flag_finding_is_fixed_at_its_own_layer() -> None:
+    """Seed 4243333's shape: one line turns on two layers' flags, the ELU's (which writes
+    the leaf ``w``: GG101 at the call) and the Hardtanh's (which writes the Sigmoid's
+    saved output: GG201 at the flag's line). The GG201's fix turns off the Hardtanh's
+    flag alone, so torch still confirms the GG101."""
+    source = ("import torch\nimport torch.nn as nn\n"
+              "w = torch.rand(3, 3, requires_grad=True)\n"
+              "layer = nn.Sequential(nn.ELU(inplace=True), nn.Sigmoid(), nn.Hardtanh(inplace=True))\n"
+              "h = layer(w)\n"
+              "h.sum().backward()\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        judgement = judge(source, "two_flags_on_one_line.py")
+    assert judgement.confirmed["GG101"] == 1 and not judgement.false_positives, judgement.details
+
+
 def test_every_finding_on_generated_programs_is_confirmed_by_torch() -> None:
     tally, false_positives, invalid = Tally(), [], []
     with warnings.catch_warnings():
