@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable
 
 import oracle
 
@@ -80,15 +83,20 @@ def judge(source: str, path: str = "generated.py") -> Judgement:
         verdict.invalid = raw.describe()
         return verdict
     codes_by_line: dict[int, set[str]] = {}
+    columns: dict[oracle.Loc, set[int]] = {}  # where each line's findings start
     for finding in check_source(source, path):
         if finding.code in CONFIRMABLE:
             codes_by_line.setdefault(finding.line, set()).add(finding.code)
+            columns.setdefault((Path(path).name, finding.line), set()).add(finding.col)
     program = oracle.Program.single(annotate(source, codes_by_line), path)
     annotations = program.annotations()
     record = oracle.Verdict(path, program.expectations(), annotations)
     context = oracle._Ctx(record, program)
+    # A finding's fix turns off the flag of its own layer only, not every flag of its line
+    # (``oracle.flag_off``): another layer's flag there may be another finding's cause.
+    fixed = partial(program.fixed, annotations, columns=columns)
     for loc in sorted(annotations):
-        base = program.fixed(annotations, set(annotations) - {loc})
+        base = fixed(set(annotations) - {loc})
         run = context.run(base)
         for key in sorted(annotations[loc]):
             code = family(key)
@@ -108,7 +116,7 @@ def judge(source: str, path: str = "generated.py") -> Judgement:
                                        "what the backward reads, and changes no gradient here")
             elif _masked(run, loc, annotations) or _other_code_first(run, loc, key, annotations) \
                     or _another_silent_write(record.problems[before:]) \
-                    or _coupled(context, program, annotations, loc, key):
+                    or _coupled(context, fixed, annotations, loc, key):
                 del record.problems[before:]
                 verdict.inconclusive[code] += 1
                 verdict.details.append(f"inconclusive {key} at line {loc[1]}: another error "
@@ -116,7 +124,7 @@ def judge(source: str, path: str = "generated.py") -> Judgement:
             else:
                 verdict.false_positives[code] += 1
                 verdict.details += [f"false positive {key}: {p}" for p in record.problems[before:]]
-    clean = program.fixed(annotations, set(annotations))
+    clean = fixed(set(annotations))
     run = context.run(clean)
     if run.exc is not None:
         code = covering_code(run.exc)
@@ -176,8 +184,8 @@ def _other_code_first(run: oracle.RunResult, loc: oracle.Loc, key: str,
 AT_ONCE = frozenset({"GG101", "GG102", "GG203", "GG205", "GG304"})  # raise at their line
 
 
-def _coupled(context, program: oracle.Program, annotations: dict, loc: oracle.Loc,
-             key: str) -> bool:
+def _coupled(context, fixed: Callable[[set], oracle.Program], annotations: dict,
+             loc: oracle.Loc, key: str) -> bool:
     """Whether a saved-tensor finding (or a silent one) was refuted only because fixing the
     others took away what it needs (``h -= h10`` neutralised, ``h10``'s graph is no longer
     in the backward; ``h *= s`` neutralised, nothing saves ``s``): with only the findings
@@ -187,7 +195,7 @@ def _coupled(context, program: oracle.Program, annotations: dict, loc: oracle.Lo
         return False
     at_once = {other for other, keys in annotations.items()
                if other != loc and {family(k) for k in keys} & AT_ONCE}
-    run = context.run(program.fixed(annotations, at_once))
+    run = context.run(fixed(at_once))
     return run.exc is not None and covering_code(run.exc) == "GG2xx"
 
 

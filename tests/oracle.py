@@ -127,7 +127,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Collection, Iterator
 
 try:
     import torch
@@ -600,33 +600,45 @@ def _is_true(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
-def inplace_flags(source: str, line: int) -> list[ast.expr]:
+def inplace_flags(source: str, line: int, columns: Collection[int] | None = None) -> list[ast.expr]:
     """The ``True``s on ``line`` that turn an ``inplace`` flag on: ``inplace=True`` in a call,
-    a layer's positional ``True`` (``nn.ReLU(True)``), ``act.inplace = True``."""
+    a layer's positional ``True`` (``nn.ReLU(True)``), ``act.inplace = True``.  ``columns``
+    (1-based, in characters, as the linter places a flag's finding: where the layer's call
+    or the ``act.inplace = True`` statement starts) keeps only those layers' flags, where
+    any of them starts there: ``nn.Sequential(nn.ELU(inplace=True), nn.Hardtanh(inplace=True))``
+    has two flags on one line, and a finding is about one of them."""
     src = _Src(source)
-    found = []
+    found = []  # (flag, the node it belongs to: the call, or the assignment)
     for stmt in src.statements_at(line):
         single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
         target = stmt.targets[0] if single else None
         if isinstance(target, ast.Attribute) and target.attr == "inplace" and _is_true(stmt.value):
-            found.append(stmt.value)
+            found.append((stmt.value, stmt))
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
-            found += [k.value for k in node.keywords if k.arg == "inplace" and _is_true(k.value)]
+            found += [(k.value, node) for k in node.keywords if k.arg == "inplace" and _is_true(k.value)]
             position = _inplace_position(node)
             given = node.args[:position + 1] if position is not None else []
             if given and len(given) == position + 1 and _is_true(given[-1]) \
                     and not any(isinstance(a, ast.Starred) for a in given):
-                found.append(given[-1])
-    return [flag for flag in found if flag.lineno == line]
+                found.append((given[-1], node))
+    found = [(flag, owner) for flag, owner in found if flag.lineno == line]
+    if columns:
+        text = src.text.splitlines()[line - 1]
+        offsets = {len(text[:column - 1].encode("utf-8")) for column in columns}  # ast counts bytes
+        chosen = [(flag, owner) for flag, owner in found
+                  if owner.lineno == line and owner.col_offset in offsets]
+        found = chosen or found
+    return [flag for flag, _ in found]
 
 
-def flag_off(source: str, line: int) -> str:
-    """Every ``inplace`` flag that ``line`` turns on is turned off (``inplace=True`` ->
-    ``inplace=False``): the line's layer no longer writes in place, and the statement it is
-    part of (a layer in an ``nn.Sequential(...)`` spanning lines) still runs."""
-    flags = inplace_flags(source, line)
+def flag_off(source: str, line: int, columns: Collection[int] | None = None) -> str:
+    """Every ``inplace`` flag that ``line`` turns on (of the layers starting at ``columns``
+    where any does: ``inplace_flags``) is turned off (``inplace=True`` -> ``inplace=False``):
+    the line's layer no longer writes in place, and the statement it is part of (a layer in
+    an ``nn.Sequential(...)`` spanning lines) still runs."""
+    flags = inplace_flags(source, line, columns)
     if not flags:
         raise OracleError(f"line {line}: no `inplace` flag set to True")
     src = _Src(source)
@@ -717,11 +729,16 @@ class Program:
         """The file of ``loc`` rewritten by ``rewrite(source, line)``."""
         return self._rewritten({loc[0]}, lambda _, source: rewrite(source, loc[1]))
 
-    def fixed(self, annotations: dict[Loc, set[str]], locs: set[Loc]) -> "Program":
-        """Each of ``locs`` fixed as its expectation says (``apply_fixes``, file by file)."""
+    def fixed(self, annotations: dict[Loc, set[str]], locs: set[Loc],
+              columns: dict[Loc, set[int]] | None = None) -> "Program":
+        """Each of ``locs`` fixed as its expectation says (``apply_fixes``, file by file);
+        ``columns``: where on each line its findings start, when known (a generated
+        program's, judged from the linter's findings), so a flag line's fix turns off only
+        their layers' flags."""
         def fix(name: str, source: str) -> str:
             own = {line: keys for (n, line), keys in annotations.items() if n == name}
-            return apply_fixes(source, own, {line for n, line in locs if n == name})
+            starts = {line: cols for (n, line), cols in (columns or {}).items() if n == name}
+            return apply_fixes(source, own, {line for n, line in locs if n == name}, starts)
         return self._rewritten({name for name, _ in locs}, fix)
 
     def run(self, snapshot: bool = False) -> "RunResult":
@@ -1060,16 +1077,19 @@ def fix_of(exp: Expectation) -> str:
     return exp.fix or DEFAULT_FIX[exp.mode]
 
 
-def apply_fixes(source: str, annotations: dict[int, set[str]], lines: set[int]) -> str:
+def apply_fixes(source: str, annotations: dict[int, set[str]], lines: set[int],
+                columns: dict[int, set[int]] | None = None) -> str:
     """Fix each of ``lines`` as its expectation says; a line with several fixes is neutralised
     if any of them neutralises, else rewritten by the first rewrite (by name). A line that
-    sets a layer's ``inplace`` flag is neutralised by turning the flag off (``flag_off``)."""
+    sets a layer's ``inplace`` flag is neutralised by turning the flag off (``flag_off``: of
+    the layers where the line's findings start, ``columns``, where known)."""
     to_neutralise = set()
     for line in sorted(lines, reverse=True):
         fixes = {fix_of(EXPECTATIONS[k]) for k in annotations[line]}
         if "neutralise" in fixes:
-            if inplace_flags(source, line):
-                source = flag_off(source, line)
+            starts = (columns or {}).get(line)
+            if inplace_flags(source, line, starts):
+                source = flag_off(source, line, starts)
             else:
                 to_neutralise.add(line)
             continue

@@ -15,6 +15,11 @@ everything it does is legal torch except the autograd mistakes gradguard is abou
 * ``nn`` layers and ``nn.Sequential`` with ``inplace=`` flags, helper functions and small
   ``nn.Module`` classes (so summaries across calls are exercised), an optimizer and its
   ``step()``;
+* in some programs, repeated blocks (``RepeatedBlocks``): several instances of one residual
+  block class (torchvision's ``BasicBlock``: linear, batch norm, ``nn.ReLU(inplace=True)``,
+  ``out += identity``, one block with a ``downsample``) in an ``nn.Sequential``, in an
+  ``nn.ModuleList`` run by a loop, or built by a ``_make_layer``-style helper, one block
+  perhaps with a real bug (a write into the output its own ``sigmoid`` saved);
 * loops and branches (whose conditions are Python values the linter can see), and at the
   end one ``backward()`` or ``torch.autograd.grad`` over what the program computed.
 
@@ -124,6 +129,7 @@ class Program:
     counter: int = 0
     indent: int = 0
     optimizer: bool = False
+    reached: list[str] = field(default_factory=list)  # what the backward must go through
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -506,6 +512,7 @@ def finish(p: Program) -> None:
     if not live:
         return
     chosen = p.rng.sample(live, min(len(live), p.rng.randint(1, 3)))
+    chosen += [v for v in live if v.name in p.reached and v not in chosen]
     loss = " + ".join(f"{v.name}.sum()" for v in chosen)
     leaves = [v.name for v in p.tensors if v.leaf_grad]
     if leaves and p.rng.random() < 0.2:
@@ -521,8 +528,148 @@ def finish(p: Program) -> None:
         p.emit(f"({loss}).backward()")
 
 
+# ----------------------------------------------------------------------------- repeated blocks
+
+
+def residual_class(squash: bool) -> str:
+    """The block class: torchvision's ``BasicBlock`` on 3 features. With ``squash``, an
+    instance built with ``squash=True`` has the bug: ``out *= 2`` writes the output its
+    ``sigmoid`` saved (written only where some block is built so, since a line that never
+    runs is none torch can confirm)."""
+    flag = (", squash=False", "\n        self.squash = squash") if squash else ("", "")
+    bug = """
+        if self.squash:
+            out = torch.sigmoid(out)
+            out *= 2""" if squash else ""
+    return f"""class Residual(nn.Module):
+    def __init__(self, downsample=None{flag[0]}):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 3)
+        self.bn1 = nn.BatchNorm1d(3)
+        self.relu = nn.ReLU(inplace=True)
+        self.fc2 = nn.Linear(3, 3)
+        self.bn2 = nn.BatchNorm1d(3)
+        self.downsample = downsample{flag[1]}
+
+    def forward(self, x):
+        identity = x
+        out = self.fc1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+        out = self.fc2(out)
+        out = self.bn2(out)
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        out = self.relu(out){bug}
+        return out
+"""
+
+
+def make_layer_function(squash: bool) -> str:
+    """torchvision's ``ResNet._make_layer`` as a function: the first block downsamples;
+    with ``squash``, the block at ``squash_at`` has the bug."""
+    if not squash:
+        return """def make_layer(blocks):
+    layers = [Residual(downsample=nn.Linear(3, 3))]
+    for _ in range(1, blocks):
+        layers.append(Residual())
+    return nn.Sequential(*layers)
+"""
+    return """def make_layer(blocks, squash_at):
+    layers = [Residual(downsample=nn.Linear(3, 3), squash=squash_at == 0)]
+    for i in range(1, blocks):
+        layers.append(Residual(squash=i == squash_at))
+    return nn.Sequential(*layers)
+"""
+
+
+# how the blocks are put together: a Sequential of instances written out, a ModuleList
+# (of instances written out, or of a comprehension's) run by a loop, ``make_layer``
+SEQUENTIAL, MODULE_LIST, COMPREHENSION, MAKE_LAYER_CALL = \
+    "sequential", "module list", "comprehension", "make_layer"
+BLOCK_SHAPES = (SEQUENTIAL, MODULE_LIST, COMPREHENSION, MAKE_LAYER_CALL)
+REPEATED_SHARE = 0.25  # the share of the programs that have repeated blocks
+
+
+@dataclass
+class RepeatedBlocks:
+    """Several instances of one residual block class (``residual_class``), put together as
+    ``shape`` says, run once on a matrix of the program, after its ``at``-th statement.
+    ``squashed``: the block whose ``squash`` flag adds the bug (``out *= 2`` writes what
+    its ``sigmoid`` saved), or None; ``downsample``: the block with a ``downsample``
+    layer (``make_layer``'s first), or None.
+
+    Drawn from a random stream of its own (``draw``), so the programs without repeated
+    blocks are what they were before the generator knew them."""
+
+    rng: random.Random
+    shape: str
+    blocks: int
+    at: int
+    squashed: int | None
+    downsample: int | None
+
+    @classmethod
+    def draw(cls, seed: int, statements: int) -> "RepeatedBlocks | None":
+        """The repeated blocks of ``seed``'s program (of ``statements`` statements), if any."""
+        rng = random.Random(f"repeated blocks {seed}")
+        if rng.random() >= REPEATED_SHARE:
+            return None
+        shape, blocks = rng.choice(BLOCK_SHAPES), rng.randint(2, 3)
+        squashed = rng.randrange(blocks) if rng.random() < 0.5 else None
+        downsample = 0 if shape == MAKE_LAYER_CALL \
+            else rng.randrange(blocks) if shape != COMPREHENSION and rng.random() < 0.5 else None
+        return cls(rng, shape, blocks, rng.randint(0, statements), squashed, downsample)
+
+    def definitions(self) -> list[str]:
+        """What the program's header defines for them."""
+        squash = self.squashed is not None
+        return [residual_class(squash)] + ([make_layer_function(squash)]
+                                           if self.shape == MAKE_LAYER_CALL else [])
+
+    def instance(self, index: int) -> str:
+        """The constructor call of block ``index``, written out."""
+        arguments = (["downsample=nn.Linear(3, 3)"] if index == self.downsample else []) \
+            + (["squash=True"] if index == self.squashed else [])
+        return f"Residual({', '.join(arguments)})"
+
+    def emit(self, p: Program) -> None:
+        """Build the blocks and run them on a matrix of ``p`` (a new leaf if none: blocks
+        defined and never run would be a class whose lines torch never runs)."""
+        matrices = [v for v in p.tensors if v.shape == MATRIX]
+        if matrices:
+            source = self.rng.choice(matrices)
+        else:
+            source = p.bind(p.fresh("w"), MATRIX, leaf_grad=True)
+            p.emit(f"{source.name} = torch.rand(3, 3, requires_grad=True)")
+        stack, result = p.fresh("stack"), p.fresh("h")
+        written_out = ", ".join(self.instance(i) for i in range(self.blocks))
+        if self.shape == SEQUENTIAL:
+            p.emit(f"{stack} = nn.Sequential({written_out})")
+        elif self.shape == MAKE_LAYER_CALL:
+            squash = f", squash_at={self.squashed}" if self.squashed is not None else ""
+            p.emit(f"{stack} = make_layer({self.blocks}{squash})")
+        else:
+            listed = f"[{written_out}]" if self.shape == MODULE_LIST else \
+                f"[Residual(squash=i == {self.squashed}) for i in range({self.blocks})]" \
+                if self.squashed is not None else f"[Residual() for _ in range({self.blocks})]"
+            p.emit(f"{stack} = nn.ModuleList({listed})")
+        if self.shape in (MODULE_LIST, COMPREHENSION):
+            block = p.fresh("block")
+            p.emit(f"{result} = {source.name}")
+            p.emit(f"for {block} in {stack}:")
+            p.emit(f"    {result} = {block}({result})")
+        else:
+            p.emit(f"{result} = {stack}({source.name})")
+        p.bind(result, MATRIX)
+        p.layers.append(stack)
+        p.reached.append(result)
+
+
 def generate(seed: int, statements: int | None = None) -> str:
-    """The program of ``seed``: a few helpers, ``statements`` statements, then a backward."""
+    """The program of ``seed``: a few helpers, ``statements`` statements (among them, in
+    some programs, repeated blocks), then a backward."""
     p = Program(random.Random(seed))
     header = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", ""]
     for name in p.rng.sample(sorted(HELPERS), p.rng.randint(0, 3)):
@@ -532,8 +679,15 @@ def generate(seed: int, statements: int | None = None) -> str:
     p.emit("torch.manual_seed(0)")
     for _ in range(2):
         create(p)
-    for _ in range(statements or p.rng.randint(4, 14)):
-        statement(p)
+    count = statements or p.rng.randint(4, 14)
+    repeated = RepeatedBlocks.draw(seed, count)
+    if repeated is not None:
+        header += repeated.definitions()
+    for index in range(count + 1):
+        if repeated is not None and index == repeated.at:
+            repeated.emit(p)
+        if index < count:
+            statement(p)
     finish(p)
     return "\n".join(header + p.lines) + "\n"
 

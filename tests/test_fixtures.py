@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gradguard import check_source
+from gradguard.checker import Session
 from gradguard.rules import ALL_RULES
 from gradguard.engine.summaries import SummaryTable
 from oracle import FIXTURES_DIR, fixture_files, parse_expectations, program_files
@@ -128,11 +129,51 @@ def test_linter_matches_annotations(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=_rel(p)) for p in FIXTURES])
 def test_one_finding_per_place(path: Path) -> None:
-    """An annotation stands for one finding: no rule reports twice at one place. (A chain
-    of in-place calls on one tensor, ``w.data.mul_(2).add_(1)``, is one finding, at its
-    first write; the chain's calls all start where the statement does.)"""
-    places = Counter((f.path, f.line, f.col, f.code, f.mirror_of) for f in _all_findings(path))
-    assert [place for place, count in places.items() if count > 1] == []
+    """An annotation stands for one finding: no rule reports twice at one place when one
+    file is linted. (A chain of in-place calls on one tensor, ``w.data.mul_(2).add_(1)``,
+    is one finding, at its first write; the chain's calls all start where the statement
+    does.) Two files of a folder that each find the same culprit in a module (the
+    importer through a followed call, the module itself) are one finding after the
+    command line's ``one_per_place``."""
+    for file in _files(path).values():
+        places = Counter((f.path, f.line, f.col, f.code, f.mirror_of)
+                         for f in check_source(file.read_bytes(), str(file), rules=ALL_RULES))
+        assert [place for place, count in places.items() if count > 1] == [], file
+
+
+FOLDERS = [p for p in FIXTURES if p.is_dir()]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=_rel(p)) for p in FOLDERS])
+def test_findings_in_other_files_are_placed_there(path: Path) -> None:
+    """A finding whose node is in another file than the one linted (a write inside an
+    imported module that a followed call reaches, perhaps only on a flag's path) is
+    placed in that file, at a line and column that exist there and start its code, and
+    a mirror at the linted file's call points at it; no engine diagnostic (the GG003
+    ``KeyError`` of a node placed with the linted file's positions) comes instead. Each
+    file is linted in a session of its own, as if alone on the command line: a module
+    another check analysed first would be known to the engine already."""
+    files = _files(path)
+    texts = {name: file.read_text().splitlines() for name, file in files.items()}
+    for name, file in files.items():
+        findings = check_source(file.read_bytes(), str(file), rules=ALL_RULES,
+                                session=Session())
+        assert not [f for f in findings if f.code in ENGINE_DIAGNOSTICS], \
+            "\n".join(f.format() for f in findings)
+        placed = {(_name_in(path, f.path), f.line, f.col) for f in findings}
+        for finding in findings:
+            where = _name_in(path, finding.path)
+            if finding.mirror_of is not None:
+                assert where == name, finding.format()
+                assert (_name_in(path, finding.mirror_of[0]), *finding.mirror_of[1:]) \
+                    in placed, f"{finding.format()}: its finding is not among {sorted(placed)}"
+            if where == name:
+                continue
+            lines = texts[where]
+            assert 1 <= finding.line <= len(lines), finding.format()
+            text = lines[finding.line - 1]
+            assert 1 <= finding.col <= len(text) and not text[finding.col - 1].isspace(), \
+                f"{finding.format()}: column {finding.col} of {where}:{finding.line} {text!r}"
 
 
 def _all_findings(path: Path) -> list:

@@ -300,6 +300,19 @@ def test_a_flag_line_is_fixed_by_turning_the_flag_off() -> None:
         oracle.flag_off(src, 1)
 
 
+def test_a_flag_fix_at_a_column_turns_off_only_that_layers_flag() -> None:
+    """Two layers' flags on one line: a finding placed at one layer (its call's column)
+    is fixed by turning off that layer's flag alone; a column where no layer starts
+    leaves the line's every flag to turn off."""
+    line = "net = nn.Sequential(nn.ELU(inplace=True), nn.Sigmoid(), nn.ReLU(True))"
+    src = f"import torch.nn as nn\n{line}\n"
+    relu, elu = line.index("nn.ReLU") + 1, line.index("nn.ELU") + 1
+    assert oracle.flag_off(src, 2, {relu}).splitlines()[1] == line.replace("(True)", "(False)")
+    assert oracle.flag_off(src, 2, {elu}).splitlines()[1] == line.replace("inplace=True", "inplace=False")
+    assert oracle.flag_off(src, 2, {1}) == oracle.flag_off(src, 2) == \
+        src.replace("True", "False")
+
+
 def test_raises_later_proves_a_flag_line_inside_a_statement(later_code: str) -> None:
     """The flag's line in a multi-line nn.Sequential(...): neutralising the statement would
     leave `net` undefined; turning the flag off keeps it and removes the write."""

@@ -14,7 +14,7 @@ import sys
 import threading
 import traceback
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 import libcst as cst
 
@@ -220,9 +220,9 @@ def _check(source, path, rules, debug, options, session: Session,
 
     if "torch" not in text:
         return []  # nothing can resolve to torch: no evidence for any rule
-    raw: list[tuple] = []
+    plain: list[tuple] = []  # the plain run's reports
+    runs: list[RunReports] = [RunReports(None, plain)]
     failures: list[tuple[str, str]] = []  # (rule or "engine", traceback)
-    place = None
 
     scopes: dict = {}  # each def's names: syntax, the same for every run below
 
@@ -233,14 +233,14 @@ def _check(source, path, rules, debug, options, session: Session,
                        trace=None if assumption is not None else trace,
                        assumption=assumption, budget_cap=cap, scopes=scopes)
     try:
-        interpreter = run(lambda *report: raw.append(report))
-        place = interpreter.place
+        interpreter = run(lambda *report: plain.append(report))
+        runs[0] = RunReports(interpreter.place, plain)
         if conditional and trace is None:
-            raw += _conditional(run, raw, interpreter.file, interpreter.budget.spent, module,
-                                    text)
+            runs += _conditional(run, plain, interpreter.file, interpreter.budget.spent,
+                                 module, text)
     except Exception:
         failures.append(("the engine", traceback.format_exc()))
-    return _place(place, positions, path, raw, Source(module, positions, text),
+    return _place(runs, positions, path, Source(module, positions, text),
                   cited_line, disk_path) + [
         Finding(path, 1, 1, INTERNAL_ERROR,
                 f"internal error in {who}" + (f"\n{tb}" if debug else ""))
@@ -259,14 +259,14 @@ def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
     spend a share of the statements the plain run ``spent`` (``ASSUMPTION_SHARE``, at
     least ``ASSUMPTION_FLOOR``): past it, the run knows less, never guesses."""
     plain = {(id(node), code) for node, code, *_ in raw}
-    found = []
+    found: list[RunReports] = []
     if not may_end_in_hazard(text):
         return []
     writes = cache(lambda: plain_run.writes_seen or turns_inplace_on(module, text))
     worth = [(test, scopes) for test, scopes in plain_run.flag_tests.items()
              if worth_assuming(test, plain_run.hazard_flags, writes)]
     for test, scopes in worth[:MAX_FLAGS]:
-        outcomes = {}
+        outcomes, places = {}, {}
         for truth in (True, False):
             reports = []
             assumed = run(lambda *report: reports.append(report),
@@ -276,49 +276,73 @@ def _conditional(run, raw: list, plain_run: "FileFacts", spent: int,
                 reports = []
             outcomes[truth] = {(id(r[0]), r[1]): r for r in reports
                                if (id(r[0]), r[1]) not in plain}
+            places[truth] = assumed.place
         for truth, reports in outcomes.items():
+            kept = []
             for key, report in reports.items():
                 either_way = key in outcomes[not truth]
                 if either_way and not truth:
                     continue  # reported once, with the first outcome's
                 condition = None if either_way else Assumption(test, truth).condition()
-                found.append((*report, condition))
+                kept.append((*report, condition))
                 plain.add(key)
+            found.append(RunReports(places[truth], kept))
     return found
 
 
-def _place(place, positions: Positions, path: str, raw: Iterable[tuple],
+class RunReports(NamedTuple):
+    """What one run of the engine over a file reported (``reports``: ``(node, code,
+    message, fix, site)``, and the condition for a run under an assumption), with that
+    run's ``place`` (``Interpreter.place``; None when the run raised). A node of an
+    imported module is placed by the run that reported it: only a run that followed a
+    call into that module (a call the plain run could not follow, but an assumption's
+    run could) knows the module."""
+    place: Optional[Callable[[cst.CSTNode], tuple[Optional[str], int, int]]]
+    reports: list[tuple]
+
+
+def _place(runs: Iterable[RunReports], positions: Positions, path: str,
            source: Optional[Source] = None, cited_line: Callable[[int], str] = str,
            here: Optional[str] = None) -> list[Finding]:
     """Turn node-anchored reports into positioned findings (positions only when needed).
     A report at a node of an imported module (the write inside ``models.py`` that a
     caller's backward trips over) is a finding of that module's file (without a fix:
-    the fix is that file's to offer when it is linted), mirrored at the call in this
-    file that led there (``mirrored``). ``here``: the file the engine analysed the
-    text as (the lines its messages cite are ``cited_line``'s)."""
+    the fix is that file's to offer when it is linted), placed by the run that made it
+    and mirrored at the call in this file that led there (``mirrored``). ``here``: the
+    file the engine analysed the text as (the lines its messages cite are
+    ``cited_line``'s)."""
     findings = set()
-    for node, code, message, rewrite, site, *conditional in raw:
-        condition = conditional[0] if conditional else None
-        try:
-            where = positions.range(node)
-        except KeyError:
-            if place is None:
-                continue
-            at, line, column = place(node)
-            elsewhere = Finding(display_path(at), line, column + 1, code,
-                                render(message, at) + only_when(condition),
-                                condition=condition)
-            findings.add(elsewhere)
-            mirror = mirrored(elsewhere, message, site, positions, path, cited_line, here)
-            if mirror is not None:
-                findings.add(mirror)
-            continue
-        fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
-        findings.add(Finding(path, where.start.line, where.start.column + 1, code,
-                             render(message, here, cited_line) + only_when(condition),
-                             end_line=where.end.line, end_col=where.end.column + 1, fix=fix,
-                             condition=condition))
+    for place, raw in runs:
+        for report in raw:
+            findings.update(_findings_of(report, place, positions, path, source,
+                                         cited_line, here))
     return sorted(findings)
+
+
+def _findings_of(report: tuple, place, positions: Positions, path: str,
+                 source: Optional[Source], cited_line: Callable[[int], str],
+                 here: Optional[str]) -> list[Finding]:
+    """The findings of one report (``_place``): one in this file, or one in the imported
+    module's file that ``place`` finds the node in and its mirror at this file's call;
+    none when its run raised before it could place the node."""
+    node, code, message, rewrite, site, *conditional = report
+    condition = conditional[0] if conditional else None
+    try:
+        where = positions.range(node)
+    except KeyError:
+        if place is None:
+            return []
+        at, line, column = place(node)
+        elsewhere = Finding(display_path(at), line, column + 1, code,
+                            render(message, at) + only_when(condition),
+                            condition=condition)
+        mirror = mirrored(elsewhere, message, site, positions, path, cited_line, here)
+        return [elsewhere] if mirror is None else [elsewhere, mirror]
+    fix = _fix_of(rewrite, source, code, path) if rewrite is not None else None
+    return [Finding(path, where.start.line, where.start.column + 1, code,
+                    render(message, here, cited_line) + only_when(condition),
+                    end_line=where.end.line, end_col=where.end.column + 1, fix=fix,
+                    condition=condition)]
 
 
 def mirrored(elsewhere: Finding, message: str, site, positions: Positions,
