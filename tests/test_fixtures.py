@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from oracle import FIXTURES_DIR, fixture_files, parse_expectations, program_files
 
 from gradguard import check_source
-from gradguard.checker import Session
-from gradguard.rules import ALL_RULES
+from gradguard.analysis.checker import Session
 from gradguard.engine.summaries import SummaryTable
-from oracle import FIXTURES_DIR, fixture_files, parse_expectations, program_files
+from gradguard.rules import ALL_RULES
 
 ENGINE_DIAGNOSTICS = {"GG001", "GG002", "GG003"}
 FIXTURES = fixture_files()
