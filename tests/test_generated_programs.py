@@ -30,12 +30,7 @@ FIRST = int(os.environ.get("GRADGUARD_FUZZ_SEED", 0))
 
 # Seeds whose false positives are known, each with the reason. Strict: the day the linter
 # gets one right, the test fails until its entry is removed.
-KNOWN_FALSE_POSITIVES = {
-    311: "two instances of one block class in an nn.Sequential share their objects in the "
-         "engine: the second block's bn2 output is the first's, which the second block's "
-         "downsample Linear saved as its input, so `out += identity` and the in-place ReLU "
-         "look like writes into it (two false GG201)",
-}
+KNOWN_FALSE_POSITIVES: dict[int, str] = {}
 
 
 def test_the_generator_is_reproducible_and_writes_valid_python() -> None:
