@@ -93,7 +93,7 @@ def test_a_library_linked_beside_the_driver_is_followed(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_zoo_architectures_have_no_hazard_findings(tmp_path):
     """A handful of the zoo (minutes): transformers' most-copied models, a diffusers UNet
-    and a vit-pytorch ViT where installed. Each builds, runs forward and backward in train
+    and an x-transformers decoder where installed. Each builds, runs forward and backward in train
     and eval mode clean under torch, and gradguard reports no rule whose hazard raises
     (nor an error of its own) on the driver or the model's source."""
     pytest.importorskip("torch")
@@ -101,8 +101,8 @@ def test_zoo_architectures_have_no_hazard_findings(tmp_path):
     names = ["bert", "gpt2", "llama", "t5", "vit"]
     if importlib.util.find_spec("diffusers") is not None:
         names.append("UNet2DModel")
-    if importlib.util.find_spec("vit_pytorch") is not None:
-        names.append("vit_pytorch.ViT")
+    if importlib.util.find_spec("x_transformers") is not None:
+        names.append("x_transformers.TransformerWrapper")
     out = tmp_path / "zoo.json"
     status = zoo.main([*names, "--out", str(tmp_path / "zoo"), "--json", str(out),
                        "--timeout", "300"])
@@ -110,5 +110,5 @@ def test_zoo_architectures_have_no_hazard_findings(tmp_path):
     assert [r["name"] for r in results if r["status"] != "linted"] == []
     hazards = [(r["name"], f["source"], f["line"], f["code"], f["message"])
                for r in results for f in r["findings"]
-               if f["code"] in zoo.HAZARDS | zoo.ERRORS]
+               if f["code"] in zoo.HAZARDS | zoo.ERRORS and not zoo.confirmed(f)]
     assert hazards == [] and status == 0
