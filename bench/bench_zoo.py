@@ -70,9 +70,9 @@ CONFIRMED = {
 
 POPULAR = ["bert", "gpt2", "llama", "t5", "vit", "roberta", "bart", "mistral", "whisper",
            "clip", "resnet", "convnext", "swin", "detr", "wav2vec2", "distilbert", "gpt_neox",
-           "opt", "mixtral", "qwen2", "gemma", "phi", "falcon", "deberta_v2", "electra",
+           "opt", "mixtral", "qwen2", "gemma", "phi", "falcon", "deberta-v2", "electra",
            "albert", "mobilenet_v2", "segformer", "deit", "beit", "dinov2", "mt5", "blip",
-           "siglip", "hubert", "bloom", "gptj", "mpt", "layoutlm", "xlm_roberta"]
+           "siglip", "hubert", "bloom", "gptj", "mpt", "layoutlm", "xlm-roberta"]
 
 # Shrunk values, applied to each attribute the model type's default configuration has.
 SMALL = {
