@@ -400,7 +400,7 @@ def run_driver(folder: Path, driver: str, timeout: float) -> tuple[bool, str, fl
 # mode alone; naming them neutral shows what the rules would say if the engine knew that.
 PATCH = ("import sys, gradguard.engine.common as c, gradguard.engine.definitions as d; "
          "c.NEUTRAL_DECORATORS = d.NEUTRAL_DECORATORS = c.NEUTRAL_DECORATORS | set(sys.argv.pop(1).split(',')); "
-         "from gradguard.cli import main; main(prog_name='gradguard')")
+         "from gradguard.frontends.cli import main; main(prog_name='gradguard')")
 TRANSFORMERS_DECORATORS = ("auto_docstring", "can_return_tuple", "merge_with_config_defaults",
                            "capture_outputs", "deprecate_kwarg", "use_kernel_forward_from_hub",
                            "use_kernelized_func", "add_start_docstrings_to_model_forward",
