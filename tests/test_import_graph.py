@@ -55,6 +55,7 @@ LAYERS = (
     "configuration",  # files to lint, configuration files, options, rule codes
     "rules",          # gradguard.rules: one rule per module, consuming the engine's events
     "editing",        # fixes and noqa comments
+    "libraries",      # what libraries between the code and torch do, as data
     "knowledge",      # the torch API as data
     "domain",         # facts, values, states, events, findings
     "syntax",         # parse, walks, positions, scopes, a file's text

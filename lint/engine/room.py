@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gradguard.libraries import LibraryModels
+from gradguard.libraries import load as load_library_models
+
 if TYPE_CHECKING:
     from gradguard.engine.contexts import Budget, CallStack, FileFacts
     from gradguard.engine.interpreter import Interpreter
@@ -21,8 +24,10 @@ class Room:
     ``suite``, and tells the rules, ``dispatch``) and what the rooms share, each a small
     object of its own (``contexts.py``): ``knowledge`` (the torch API's tables),
     ``budget`` (statements left), ``stack`` (the calls followed, the allocation context)
-    and ``file`` (the file, and what its analysis learned). It reaches the other rooms
-    by their names (``self.tensors``, ``self.calls``), and keeps what only it needs."""
+    and ``file`` (the file, and what its analysis learned); and ``libraries``, what the
+    libraries between the code and torch do (``gradguard.libraries``). It reaches the
+    other rooms by their names (``self.tensors``, ``self.calls``), and keeps what only it
+    needs."""
 
     def __init__(self, engine: "Interpreter", *, knowledge: "TorchAPI", budget: "Budget",
                  stack: "CallStack", file: "FileFacts") -> None:
@@ -31,6 +36,11 @@ class Room:
         self.budget = budget
         self.stack = stack
         self.file = file
+
+    @property
+    def libraries(self) -> LibraryModels:
+        """The library models, read once per process."""
+        return load_library_models()
 
     statements = _other_room("statements")
     imports = _other_room("imports")

@@ -110,8 +110,9 @@ class TorchCalls(Room):
             return self._namespaced_op(st, node, OpName.of(namespace, name), args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
-        if qualname in REPARAMETRIZATIONS:
-            return self.modules.reparametrized(st, node, REPARAMETRIZATIONS[qualname], args)
+        library = self.libraries.call(qualname)
+        if library is not None and library.effect == "reparametrize":
+            return self.modules.reparametrized(st, node, library.registers, args)
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN
@@ -299,19 +300,6 @@ def _cut_from_graph(expression: cst.BaseExpression, value: Value, facts: TensorF
         call = call.args[0].value
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
         and call.func.attr.value == "item"
-
-
-# Utilities that replace a layer's parameter by others it is computed from, each with the
-# parameters they register in its place, as attributes of the layer (the new-style ones
-# keep them under ``layer.parametrizations``).
-REPARAMETRIZATIONS = {
-    "torch.nn.utils.weight_norm": ("_g", "_v"),
-    "torch.nn.utils.spectral_norm": ("_orig",),
-    "torch.nn.utils.parametrizations.weight_norm": (),
-    "torch.nn.utils.parametrizations.spectral_norm": (),
-    "torch.nn.utils.parametrizations.orthogonal": (),
-    "torch.nn.utils.parametrize.register_parametrization": (),
-}
 
 
 def _param_groups(params: Value) -> tuple:
