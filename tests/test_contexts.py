@@ -24,7 +24,9 @@ from gradguard.engine.room import Room
 from gradguard.knowledge import load
 from gradguard.syntax.positions import Positions
 
-ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, property))
+# the rooms, each reached by a property ``_other_room`` makes (``libraries`` is no room)
+ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, property)
+               and "_other_room" in value.fget.__qualname__)
 
 
 def interpreter(code: str = "import torch\n") -> Interpreter:
