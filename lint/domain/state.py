@@ -255,7 +255,7 @@ class State:
     (``Mutation``s, reported when a backward needs that save). ``allow_mutation`` is set
     inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()``. ``retained``: the
     saves a backward with ``retain_graph=True`` already went through. ``alias_writes``:
-    writes that a later read reveals (``PendingRead``s, ``engine/tensors.py``): through a
+    writes that a later read reveals (``PendingRead``s, ``engine/inplace.py``): through a
     ``.detach()`` alias, pending until the original is read; into the original of a
     ``.detach()`` alias, pending until the alias is read. ``detach_aliases``: the ``.detach()`` aliases made so far
     (original object, alias object, the ``detach()`` call). ``stale``: saves whose storage's

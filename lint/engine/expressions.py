@@ -127,7 +127,7 @@ class Expressions(Room):
         name = node.value
         value = st.lookup(name)
         if value is not None:
-            return self.tensors.read_tensor(st, node, value) if st.alias_writes else value
+            return self.inplace.read_tensor(st, node, value) if st.alias_writes else value
         if name in ("True", "False", "None"):
             return Const({"True": True, "False": False, "None": None}[name])
         if name in BUILTINS:
@@ -138,7 +138,7 @@ class Expressions(Room):
         path = dotted(node)
         value = st.lookup(path) if path is not None else None
         if value is not None:
-            return self.tensors.read_tensor(st, node, value) if st.alias_writes else value
+            return self.inplace.read_tensor(st, node, value) if st.alias_writes else value
         base = self.evaluate(node.value, st)
         return self.attribute_of(st, base, node.attr.value, node, path)
 

@@ -9,7 +9,7 @@ them.
 The ``Interpreter`` makes what the rooms share beyond one program point (``contexts.py``:
 the budget, the call stack, the file's facts; and the torch knowledge it is handed) and
 its rooms, each a part of the language or of torch: ``statements``, ``imports``,
-``control``, ``definitions``, ``expressions``, ``tensors``, ``torch``, ``modules``,
+``control``, ``definitions``, ``expressions``, ``tensors``, ``inplace``, ``torch``, ``modules``,
 ``saved``, ``calls`` (the file's own functions, with their summaries) and
 ``custom_functions``. Each room is handed the shared objects when it is made and reaches
 the others by name (``room.py``); see ``docs/design.md``.
@@ -35,6 +35,7 @@ from gradguard.engine.definitions import Definitions
 from gradguard.engine.expressions import Expressions
 from gradguard.engine.functions import CustomFunctions
 from gradguard.engine.imports import Imports
+from gradguard.engine.inplace import InplaceWrites
 from gradguard.engine.modules import Modules
 from gradguard.engine.saved import SavedTensors
 from gradguard.engine.statements import Statements
@@ -131,13 +132,14 @@ class Interpreter:
         self.definitions = Definitions(self, **shared)
         self.expressions = Expressions(self, **shared)
         self.tensors = Tensors(self, **shared)
+        self.inplace = InplaceWrites(self, **shared)  # in-place writes into tensors
         self.torch = TorchCalls(self, **shared)
         self.modules = Modules(self, **shared)
         self.saved = SavedTensors(self, **shared)
         self.calls = UserCalls(self, **shared)  # calls into the file's own functions and modules
         self.custom_functions = CustomFunctions(self, **shared)  # F.apply of autograd Functions
         # the simple statement running now (None in a compound statement's header): a
-        # read's statement, for what it reads beside (``Tensors.read_tensor``)
+        # read's statement, for what it reads beside (``InplaceWrites.read_tensor``)
         self.statement: Optional[cst.SimpleStatementLine] = None
         self._statements = {
             cst.SimpleStatementLine: self.statements.simple_line,

@@ -407,7 +407,7 @@ class Modules(Room):
         if module.kind in IDENTITY_LAYERS:
             return value  # ``nn.Identity()(x)`` is ``x``
         if module.inplace is Tri.YES:
-            self.tensors.emit_inplace(st, node, value, input_text,
+            self.inplace.emit_inplace(st, node, value, input_text,
                               f"`{op.display()}(inplace=True)`{within}", method=op, site=site,
                               flag=_flag_of(module, self.knowledge))
             return value

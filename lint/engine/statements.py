@@ -25,9 +25,9 @@ from gradguard.domain.values import (
 from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
 from gradguard.engine.constants import integer
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
+from gradguard.engine.inplace import inplace_chain_head
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape
-from gradguard.engine.tensors import inplace_chain_head
 from gradguard.knowledge import OpName
 from gradguard.syntax.walk import child_nodes
 
@@ -119,7 +119,7 @@ class Statements(Room):
                 return  # ``features[0] = ...`` in a forward: a list's item, or a tensor's row
             if isinstance(base, TensorRef):
                 kind, indices = self.expressions.read_index(target, st)
-                self.tensors.emit_inplace(st, node, base, target.value, "item assignment",
+                self.inplace.emit_inplace(st, node, base, target.value, "item assignment",
                                           index=kind, operands=[value])
                 self.saved.save_indices(st, node, indices, base,
                                         f"{source_text(target)} = ...")
@@ -230,7 +230,7 @@ class Statements(Room):
             name = self.knowledge.operators.get(operator[:-1], "")  # a **= e is a.pow_(e)
             op = OpName.of("operator", name)
             method = OpName.of("operator", f"{name}_") if name else None
-            if self.tensors.emit_inplace(st, node, current, node.target, f"`{operator}`",
+            if self.inplace.emit_inplace(st, node, current, node.target, f"`{operator}`",
                                          operands=[operand], method=method):
                 self.saved.save_inplace_operands(
                     st, node, current, op,

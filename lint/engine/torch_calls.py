@@ -183,7 +183,7 @@ class TorchCalls(Room):
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))
         if name in self.knowledge.inplace_functions:
             before = self.tensors.requires_grad_of(st, arg0)
-            if self.tensors.emit_inplace(st, node, arg0,
+            if self.inplace.emit_inplace(st, node, arg0,
                                          node.args[0].value if node.args else node,
                                          f"`torch.{name}`", operands=args[1:]):
                 operands = self.expressions.positional_operands(node, args, op.out_of_place())
@@ -253,14 +253,14 @@ class TorchCalls(Room):
         if isinstance(arg0, TensorRef) and self.expressions.returns_input(node, args, op.key()):
             return arg0  # ``F.dropout(x, training=False)``: ``x`` itself, nothing written
         if name in self.knowledge.functional_inplace_functions:
-            self.tensors.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
+            self.inplace.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
                                       method=op)
             return arg0
         if name in self.knowledge.functional_inplace_params:
             position = self.knowledge.inplace_positions.get(op.key())
             flag = self.expressions.argument(node, args, "inplace", position)
             if flag is not None and tri_of(flag) is Tri.YES:
-                self.tensors.emit_inplace(st, node, arg0, node.args[0].value,
+                self.inplace.emit_inplace(st, node, arg0, node.args[0].value,
                                           f"`{op.display()}(..., inplace=True)`", method=op,
                                           flag=(node, position))
                 return arg0
