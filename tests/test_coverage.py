@@ -121,9 +121,9 @@ def test_statuses_and_reasons(coverage):
 
 
 def test_engine_methods_are_the_engines(coverage):
-    """ENGINE_METHODS are names lint/engine/tensors.py handles itself (``new_zeros``:
-    ``new_`` and ``"zeros"``)."""
-    source = (ROOT / "lint" / "engine" / "tensors.py").read_text()
+    """ENGINE_METHODS are names lint/engine/tensor_methods.py handles itself
+    (``new_zeros``: ``new_`` and ``"zeros"``)."""
+    source = (ROOT / "lint" / "engine" / "tensor_methods.py").read_text()
     for name in coverage.ENGINE_METHODS:
         literal = f'"{name[4:]}"' if name.startswith("new_") else f'"{name}"'
         assert literal in source, name

@@ -46,7 +46,7 @@ with warnings.catch_warnings():
 
 from gradguard.engine.containers import CONTAINERS
 from gradguard.engine.expressions import BINARY_OPS
-from gradguard.engine.tensors import NUMBER_METHODS
+from gradguard.engine.tensor_methods import NUMBER_METHODS
 from gradguard.knowledge import load
 
 DATA = Path(__file__).resolve().parent.parent / "lint" / "knowledge" / "data"
@@ -56,7 +56,8 @@ NAMESPACES = {"torch": (torch, ""), "Tensor": (torch.Tensor, ""), "F": (F, "F.")
               "fft": (torch.fft, "fft."), "nn": (torch.nn, "nn.")}
 STATUSES = ("known", "alias", "unknown", "missing")
 
-# Tensor methods the engine handles by name (lint/engine/tensors.py), besides its tables.
+# Tensor methods the engine handles by name (lint/engine/tensor_methods.py), besides its
+# tables.
 ENGINE_METHODS = frozenset({"backward", "detach", "detach_", "requires_grad_", "retain_grad",
                             "register_hook", "tolist", "numpy", "new_zeros", "new_ones",
                             "new_empty", "new_full", "new_tensor"})

@@ -163,7 +163,7 @@ class Expressions(Room):
         if isinstance(base, Ref):
             return base.attr(attr)
         if isinstance(base, TensorRef):
-            return self.tensors.tensor_attribute(st, base, attr, node)
+            return self.tensor_methods.tensor_attribute(st, base, attr, node)
         if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":
             return FunctionApply(base.info)
         if isinstance(base, ModuleRef):
@@ -583,11 +583,11 @@ class Expressions(Room):
         if not isinstance(owner, TensorRef):
             self.opaque_call(st, node, [owner, name, value])
         elif not isinstance(name, Const):
-            self.tensors.set_requires_grad(st, owner, Tri.MAYBE, node, "`setattr(...)`")
+            self.tensor_methods.set_requires_grad(st, owner, Tri.MAYBE, node, "`setattr(...)`")
         elif name.value == "requires_grad":
-            self.tensors.set_requires_grad(st, owner, tri_of(value), node,
-                                           "`setattr(..., 'requires_grad', ...)`",
-                                           source_text(node.args[0].value))
+            self.tensor_methods.set_requires_grad(st, owner, tri_of(value), node,
+                                                  "`setattr(..., 'requires_grad', ...)`",
+                                                  source_text(node.args[0].value))
         return Const(None)
 
     def _chain(self, st: State, node: cst.Call, args: list) -> Value:
@@ -639,7 +639,7 @@ class Expressions(Room):
 
     def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
         if isinstance(owner, TensorRef):
-            return self.tensors.tensor_method(st, node, owner, name, args)
+            return self.tensor_methods.tensor_method(st, node, owner, name, args)
         if isinstance(owner, Distribution):
             return self.torch.distribution_method(st, node, owner, name, args)
         if isinstance(owner, Optimizer):

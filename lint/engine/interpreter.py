@@ -9,7 +9,8 @@ them.
 The ``Interpreter`` makes what the rooms share beyond one program point (``contexts.py``:
 the budget, the call stack, the file's facts; and the torch knowledge it is handed) and
 its rooms, each a part of the language or of torch: ``statements``, ``imports``,
-``control``, ``definitions``, ``expressions``, ``tensors``, ``inplace``, ``torch``, ``modules``,
+``control``, ``definitions``, ``expressions``, ``tensors``, ``tensor_methods``, ``inplace``,
+``torch``, ``modules``,
 ``saved``, ``calls`` (the file's own functions, with their summaries) and
 ``custom_functions``. Each room is handed the shared objects when it is made and reaches
 the others by name (``room.py``); see ``docs/design.md``.
@@ -39,6 +40,7 @@ from gradguard.engine.inplace import InplaceWrites
 from gradguard.engine.modules import Modules
 from gradguard.engine.saved import SavedTensors
 from gradguard.engine.statements import Statements
+from gradguard.engine.tensor_methods import TensorMethods
 from gradguard.engine.tensors import Tensors
 from gradguard.engine.torch_calls import TorchCalls
 from gradguard.knowledge import TorchAPI, load
@@ -132,6 +134,7 @@ class Interpreter:
         self.definitions = Definitions(self, **shared)
         self.expressions = Expressions(self, **shared)
         self.tensors = Tensors(self, **shared)
+        self.tensor_methods = TensorMethods(self, **shared)  # x.detach(), x.grad, ...
         self.inplace = InplaceWrites(self, **shared)  # in-place writes into tensors
         self.torch = TorchCalls(self, **shared)
         self.modules = Modules(self, **shared)

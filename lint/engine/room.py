@@ -48,6 +48,7 @@ class Room:
     definitions = _other_room("definitions")
     expressions = _other_room("expressions")
     tensors = _other_room("tensors")
+    tensor_methods = _other_room("tensor_methods")
     inplace = _other_room("inplace")
     torch = _other_room("torch")
     modules = _other_room("modules")

@@ -157,8 +157,9 @@ class Statements(Room):
         attr = target.attr.value
         if isinstance(owner, TensorRef):
             if attr == "requires_grad":
-                self.tensors.set_requires_grad(st, owner, tri_of(value), node,
-                                               "`requires_grad = True`", source_text(target.value))
+                self.tensor_methods.set_requires_grad(st, owner, tri_of(value), node,
+                                                      "`requires_grad = True`",
+                                                      source_text(target.value))
             elif attr == "data":
                 self._assign_data(target, owner, value, st, node)
             elif attr == "grad":  # the code fills ``.grad`` itself: a later read gets it

@@ -1,5 +1,5 @@
-"""Tensor objects and their facts: allocation, ops that record a graph, views, tensor
-methods. In-place writes are ``inplace.py``'s."""
+"""Tensor objects and their facts: allocation, ops that record a graph, views. Tensor
+methods and attributes are ``tensor_methods.py``'s, in-place writes ``inplace.py``'s."""
 
 from __future__ import annotations
 
@@ -7,13 +7,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.domain.events import (
-    DetachInplace,
-    NonLeafGradRead,
-    Prose,
-    RequiresGradSet,
-    SaveRecord,
-)
+from gradguard.domain.events import Prose, SaveRecord
 from gradguard.domain.facts import (
     EMPTY_SAVES,
     NOT_DIFFERENTIABLE,
@@ -39,26 +33,17 @@ from gradguard.domain.values import (
     Value,
     is_number,
 )
-from gradguard.engine.common import (
-    PARAMS,
-    _retains,
-    dotted,
-    names_integer_dtype,
-    source_text,
-    spelled_out,
-    tri_of,
-)
+from gradguard.engine.common import dotted
 from gradguard.engine.constants import integer
-from gradguard.engine.inplace import inplace_chain_head
 from gradguard.engine.room import Room
-from gradguard.engine.shapes import Shape, splits_dimensions
+from gradguard.engine.shapes import splits_dimensions
 from gradguard.knowledge import OpName
 from gradguard.syntax.walk import walk
 
 
 class Tensors(Room):
-    """Tensor objects and their facts: allocation, ops that record a graph, views, tensor
-    methods (in-place writes: the ``inplace`` room)."""
+    """Tensor objects and their facts: allocation, ops that record a graph, views (tensor
+    methods: the ``tensor_methods`` room; in-place writes: the ``inplace`` room)."""
 
     def facts(self, st: State, value: Value) -> TensorFacts:
         if isinstance(value, TensorRef):
@@ -307,138 +292,6 @@ class Tensors(Room):
             facts = st.heap.get(root)
         return root
 
-    def tensor_attribute(self, st: State, base: TensorRef, attr: str,
-                          node: cst.CSTNode) -> Value:
-        if attr == "data":
-            return self.new_tensor(st, (id(node), "data"), TensorFacts(
-                requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
-                created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`")))
-        if attr in self.knowledge.view_attributes:
-            return self.view_of(st, node, base, OpName.of("Tensor", attr))
-        if attr == "grad":
-            facts = self.facts(st, base)
-            if facts.is_leaf is Tri.NO and facts.requires_grad is Tri.YES \
-                    and not facts.retains_grad:
-                self.engine.dispatch("non_leaf_grad_read", NonLeafGradRead(
-                    node, source_text(node.value) if isinstance(node, cst.Attribute) else "?",
-                    facts))
-            obj = (base.obj, "grad")
-            self.file.maybe_none.add(obj)  # None until a backward fills it
-            if obj not in st.heap:
-                st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
-            return TensorRef(obj)
-        if attr in ("ndim",):
-            return NUMBER
-        if attr == "shape":
-            return Shape(base.obj)
-        return UNKNOWN
-
-    def detached(self, st: State, node: cst.Call, tensor: TensorRef, how: str) -> TensorRef:
-        """A new leaf sharing ``tensor``'s storage and version counter, cut from its graph
-        (``tensor.detach()``, and ``Variable(tensor)`` since PyTorch 0.4)."""
-        return self.new_tensor(st, id(node), TensorFacts(
-            requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
-            created_with_grad=st.grad, producer="detach",
-            why_no_grad=Origin(node, f"cut from the graph by {how}")))
-
-    def detach_alias(self, st: State, node: cst.Call, tensor: TensorRef) -> TensorRef:
-        """``tensor.detach()``, remembered as an alias of ``tensor`` (GG309)."""
-        alias = self.detached(st, node, tensor, "`.detach()`")
-        st.detach_aliases = st.detach_aliases | {(tensor.obj, alias.obj, node)}
-        # a fresh alias (a loop's next pass): earlier writes into the original are in it
-        st.alias_writes = frozenset(pending for pending in st.alias_writes
-                                    if pending.watched != alias.obj)
-        return alias
-
-    def tensor_method(self, st: State, node: cst.Call, tensor: TensorRef, name: str,
-                      args: list) -> Value:
-        receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
-        op = OpName.of("Tensor", name)
-        if name == "requires_grad_":
-            flag = self.expressions.argument(node, args, "requires_grad", 0)
-            self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
-                                   "`requires_grad_()`", source_text(receiver_node), method=True)
-            return tensor
-        if name == "detach_":
-            facts = self.facts(st, tensor)
-            text = source_text(receiver_node)
-            self.engine.dispatch("detach_inplace", DetachInplace(
-                node, text, is_view=facts.base is not None and not facts.untracked))
-            # An op that saved it as an input cannot use it any more (GG306 at backward)...
-            self.saved.write_to_saved(st, node, self.saved.counter_of(st, tensor.obj), text,
-                                "`detach_()`", False, tensor.obj, detach=True)
-            # ...and every later use is cut from the graph it had, if that was still live
-            # (a backward through a later use needs none of that graph's saves).
-            cut = frozenset({Cut(node, "detach_")}) if facts.is_leaf is Tri.NO \
-                and facts.saves & st.saves else frozenset()
-            st.heap[tensor.obj] = facts.evolve(
-                requires_grad=Tri.NO, is_leaf=Tri.YES, grad_origin=None, saves=EMPTY_SAVES,
-                why_no_grad=Origin(node, "detached by `detach_()`"),
-                dropped_terms=facts.dropped_terms | cut)
-            return tensor
-        if name == "retain_grad":
-            st.heap[tensor.obj] = self.facts(st, tensor).evolve(retains_grad=True)
-            return Const(None)
-        if name in self.knowledge.inplace_methods:  # one finding per chain: at its first write
-            before = self.requires_grad_of(st, tensor)
-            head = inplace_chain_head(node, self.knowledge.inplace_methods)
-            if self.inplace.emit_inplace(st, head, tensor, receiver_node, f"`{name}`",
-                                         method=op, operands=args):
-                operands = self.expressions.positional_operands(
-                    node, args, (tensor, source_text(receiver_node)), op.out_of_place())
-                self.saved.save_inplace_operands(st, node, tensor, op.out_of_place(), operands,
-                                                 op.display(), before)
-            return tensor
-        if name == "backward":
-            # Tensor.backward(gradient, retain_graph, create_graph)
-            retain = self.expressions.argument(node, args, "retain_graph", 1)
-            create = self.expressions.argument(node, args, "create_graph", 2)
-            self.saved.run_backward(st, node, [tensor], _retains(retain, create),
-                                    source_text(receiver_node),
-                                    reach=self.expressions.argument(node, args, "inputs", 3),
-                                    spelled_out=spelled_out(node))
-            st.gradients = Tri.YES  # the leaves it reached have a .grad now
-            return Const(None)
-        if name == "detach":
-            return self.detach_alias(st, node, tensor)
-        if name in self.knowledge.view_methods:
-            return self.view_of(st, node, tensor, op)
-        if name in self.knowledge.multi_view_methods:
-            return self.multi_views(st, node, tensor, op)
-        if name in NUMBER_METHODS:
-            return NUMBER if name != "size" else Shape(tensor.obj) if not node.args else NUMBER
-        converts = name == "type" and bool(node.args)  # ``x.type(dtype)``; ``x.type()``: a str
-        if name in self.knowledge.non_tensor_methods and not converts \
-                or name in ("backward", "register_hook", "retain_grad", "tolist", "numpy"):
-            return UNKNOWN
-        if name in self.knowledge.maybe_view_methods:
-            sizes = args[0].items if len(args) == 1 and isinstance(args[0], Seq) else tuple(args)
-            view = self.reshaped(st, node, tensor, op, sizes)
-            if view is not None:
-                return view
-            # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
-            if name in self.knowledge.non_differentiable:  # ``.long()``: an integer tensor
-                return self.op_result(st, node, [tensor], op)
-            if name in ("to", "type") and any(names_integer_dtype(arg) for arg in args):
-                # ``x.to(torch.long)``, ``x.type(torch.LongTensor)``: an integer tensor too
-                return self.new_tensor(st, id(node), TensorFacts(
-                    requires_grad=Tri.NO, is_leaf=Tri.YES, producer=name,
-                    why_no_grad=Origin(node, f"converted to an integer dtype by `{name}`")))
-            facts = self.facts(st, tensor)
-            requires_grad = facts.requires_grad & st.grad
-            return self.new_tensor(st, id(node), TensorFacts(
-                requires_grad=requires_grad, producer=name,
-                why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
-        if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
-            return self.torch.factory(st, node, args, f"`{name}`")
-        if returns_values_and_indices(name, self.expressions.argument(node, args, "dim", 0)):
-            return self.values_and_indices(st, node, op, [tensor, *args])
-        if name in self.knowledge.torch_functions or name == "clone":
-            operands = self.expressions.positional_operands(
-                node, args, (tensor, source_text(receiver_node)), op)
-            return self.op_result(st, node, [tensor, *args], op, operands)
-        return UNKNOWN
-
     def values_and_indices(self, st: State, node: cst.Call, op: OpName,
                            inputs: list) -> NamedPair:
         """``vals, idx = x.topk(k)`` (``sort``, ``max(dim)``...): the values, computed from
@@ -454,34 +307,9 @@ class Tensors(Room):
                 node, Prose("the index tensor it returns")))
         return NamedPair((values, indices))
 
-    def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
-                          how: str, text: Optional[str] = None, method: bool = False) -> None:
-        """``node`` sets ``tensor``'s flag to ``flag``: ``text`` is the tensor as written
-        when the statement surely sets ``requires_grad`` (not ``setattr(x, name, v)`` of a
-        name not known), ``method`` for ``requires_grad_()``."""
-        facts = self.facts(st, tensor)
-        if text is not None:  # an activation's leafness is an assumption, not a fact
-            self.engine.dispatch("requires_grad_set", RequiresGradSet(
-                node, text, flag, method, Tri.MAYBE if facts.assumed_grad else facts.is_leaf))
-        if facts.is_leaf is Tri.NO:
-            return  # torch raises for non-leaves (or keeps the flag): nothing changes
-        if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
-            owner = tensor.obj[0]
-            owned = self.saved.owned.get(owner, frozenset((owner,)))
-            self.modules.set_parameters_requires_grad(st, owned, flag)
-        cut_off = flag is Tri.YES and facts.why_no_grad is not None and (
-            facts.producer is not None or facts.untracked)  # computed, then cut from its graph
-        st.heap[tensor.obj] = facts.evolve(
-            requires_grad=flag,
-            grad_origin=Origin(node, f"set by {how}") if flag is Tri.YES else None,
-            rewrapped=Origin(node, how, from_graph=self.cut_from_grad(st, tensor))
-            if cut_off else facts.rewrapped,
-            dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
-
 
 ALLOCATED_IN = "*in"  # (ALLOCATED_IN, context, site): a site's object within a context
 
-# Tensor methods that return a Python number.
 # Ops that return a ``(values, indices)`` pair, always or when given a ``dim``; each saves
 # the indices for backward (torch 2.13: a write into them makes the backward raise).
 PAIRED_ALWAYS = frozenset({"topk", "sort", "kthvalue", "mode", "cummax", "cummin"})
@@ -492,10 +320,6 @@ def returns_values_and_indices(name: str, dim: Optional[Value]) -> bool:
     """Whether the op ``name`` given ``dim`` (None: not given) returns values and indices."""
     return name in PAIRED_ALWAYS or name in PAIRED_WITH_DIM and dim is not None and (
         dim is NUMBER or integer(dim) is not None)
-
-
-NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "nelement", "element_size",
-                            "stride", "storage_offset", "ndimension", "get_device"})
 
 
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.

@@ -70,7 +70,7 @@ class TorchCalls(Room):
             return self._torch_function(st, node, OpName.of("torch", name), args, arg0)
         if namespace == "torch.Tensor":  # unbound methods: torch.Tensor.add_(w, 1)
             if isinstance(arg0, TensorRef):
-                return self.tensors.tensor_method(st, node, arg0, name, args[1:])
+                return self.tensor_methods.tensor_method(st, node, arg0, name, args[1:])
             return UNKNOWN
         if name == "Parameter" and namespace.startswith("torch.nn"):
             flag = self.expressions.argument(node, args, "requires_grad", position=1)
@@ -167,7 +167,7 @@ class TorchCalls(Room):
                 node, volatile, self.tensors.requires_grad_of(st, arg0)))
             if self.expressions.argument(node, args, "requires_grad") is None:
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
-                return self.tensors.detached(st, node, arg0, "`Variable(...)`") \
+                return self.tensor_methods.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
         if name == "as_tensor":
             return self._as_tensor(st, node, args, arg0)
