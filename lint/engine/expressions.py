@@ -1,5 +1,6 @@
 """Evaluating expressions to abstract values, in order, so that in-place operations nested
-anywhere are seen where they happen."""
+anywhere are seen where they happen. What a call calls is decided in ``callees.py``, the
+builtins' values in ``builtin_calls.py``."""
 
 from __future__ import annotations
 
@@ -7,26 +8,20 @@ from typing import Optional
 
 import libcst as cst
 
-from gradguard.domain.events import (
-    IndexKind,
-)
+from gradguard.domain.events import IndexKind
 from gradguard.domain.facts import NOT_DIFFERENTIABLE, Origin, TensorFacts, Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import (
     NUMBER,
     UNKNOWN,
-    Chained,
     ClassVal,
     Const,
-    Distribution,
     FunctionApply,
-    FunctionContext,
     FunctionVal,
     Imported,
     Instance,
     IterableOf,
     KeyedItems,
-    LayerItems,
     ModuleObj,
     ModuleRef,
     NamedPair,
@@ -40,57 +35,27 @@ from gradguard.domain.values import (
     is_number,
     join_values,
 )
-from gradguard.engine.common import (
-    MAX_UNROLLED_LAYERS,
-    _all_params,
-    _literal,
-    change_throughout,
-    dotted,
-    forget_objects,
-    source_text,
-    tri_of,
-    truth_of,
-)
+from gradguard.engine.builtin_calls import BUILTINS
+from gradguard.engine.common import _all_params, _literal, dotted, source_text, truth_of
 from gradguard.engine.constants import folded_binary, folded_comparison, integer
-from gradguard.engine.containers import (
-    ANY_POSITION,
-    CONTAINER_GROWERS,
-    CONTAINER_VIEWS,
-    CONTAINERS,
-    DICT_READERS,
-    DICT_VIEWS,
-    HOOK_REGISTRARS,
-    SUBMODULE_ITERATORS,
-    _container_view,
-    _layer_at,
-    _ordered_dict,
-    _spread_value,
-    _updated,
-    dict_view,
-    iterated,
-    known_items,
-    submodules,
-)
-from gradguard.engine.partials import Partial, partial_of
+from gradguard.engine.containers import ANY_POSITION, CONTAINERS, _layer_at, iterated
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
 from gradguard.engine.shapes import Dim
 from gradguard.knowledge import OpName
-from gradguard.knowledge.unchanged import UNCHANGED_WHEN
-from gradguard.syntax.scopes import REGISTRARS
 from gradguard.syntax.walk import child_nodes
 
 
 class Expressions(Room):
     """Evaluating expressions to abstract values, in order, so that in-place operations nested
-    anywhere are seen where they happen."""
+    anywhere are seen where they happen (a call: the ``callees`` room)."""
 
     def __init__(self, engine, **contexts) -> None:
         super().__init__(engine, **contexts)
         self._eval = {
             cst.Name: self._name,
             cst.Attribute: self._attribute,
-            cst.Call: self._call,
+            cst.Call: lambda node, st: self.callees.call(node, st),
             cst.Subscript: self._subscript,
             cst.BinaryOperation: self._binary,
             cst.Comparison: self._comparison,
@@ -387,226 +352,6 @@ class Expressions(Room):
             return dict(base.items).get(index.value, UNKNOWN)
         return UNKNOWN
 
-    def _call(self, node: cst.Call, st: State) -> Value:
-        func = node.func
-        if _is_super_init(func) and self.stack.constructing:
-            args = [self.evaluate(arg.value, st) for arg in node.args]
-            self._super_init(node, self.stack.constructing[-1], args)
-            return Const(None)
-        if _is_super_call(func):
-            result = self._super_call(node, func.attr.value, st)
-            if result is not None:
-                return result
-        if isinstance(func, cst.Attribute):
-            path = dotted(func)
-            receiver = st.lookup(path) if path is not None else None
-            if receiver is None:
-                owner = self.evaluate(func.value, st)
-                if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \
-                        and path is not None:
-                    args = [self.evaluate(arg.value, st) for arg in node.args]
-                    return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
-                if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
-                        and not node.args:
-                    return dict_view(owner, func.attr.value)
-                if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
-                        and path is not None:
-                    args = [self.evaluate(arg.value, st) for arg in node.args]
-                    st.bind(dotted(func.value), _updated(owner, func.attr.value, args))
-                    return UNKNOWN
-                if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
-                    args = [self.evaluate(arg.value, st) for arg in node.args]
-                    return self.method_call(st, node, owner, func.attr.value, args)
-                if owner is UNKNOWN and func.attr.value in ("parameters", "named_parameters"):
-                    for arg in node.args:
-                        self.evaluate(arg.value, st)
-                    # used as a module: its parameters are leaves (``received_parameters``)
-                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters",
-                                    site=id(node))
-                if isinstance(owner, FunctionContext):
-                    args = [self.evaluate(arg.value, st) for arg in node.args]
-                    return self.custom_functions.context_method(node, func.attr.value, args)
-                receiver = self.attribute_of(st, owner, func.attr.value, func, path)
-        else:
-            receiver = self.evaluate(func, st)
-        args = [self.evaluate(arg.value, st) for arg in node.args]
-        return self.call_value(st, node, receiver, args)
-
-    def _super_call(self, node: cst.Call, name: str, st: State) -> Optional[Value]:
-        """``super().forward(x)``, ``super().helper(x)`` in a method of a class of the
-        file: the method its class inherits, run with the same ``self``; None where that
-        is not known (a torch class's method, a method not followed)."""
-        self_name, inherited = self.definitions.inherited.get(st.scope, ("", {}))
-        method = inherited.get(name)
-        owner = st.lookup(self_name) if self_name else None
-        if method is None or not isinstance(owner, Instance):
-            return None
-        args = [self.evaluate(arg.value, st) for arg in node.args]
-        result = self.calls.call_method(st, node, owner, method, args)
-        return UNKNOWN if result is None else result
-
-
-    def _super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
-        """``super().__init__(...)`` in a constructor: a container subclass gets its
-        layers (``modules``), an optimizer subclass the optimizer its parameters make
-        (``super().__init__(params, defaults)``: its ``param_groups``, what it steps)."""
-        if not instance.info.optimizer:
-            self.modules.super_init(node, instance, args)
-            return
-        params = self.argument(node, args, "params", 0)
-        optimizer = self.torch.optimizer(params) if params is not None else UNKNOWN
-        if isinstance(optimizer, Optimizer):
-            self.file.containers[instance.obj] = optimizer
-
-    def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
-        """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
-        added = args[-1] if args else UNKNOWN
-        if isinstance(current, Seq) and method in ("append", "extend"):
-            more = (added,) if method == "append" else _spread_value(added)
-            if more is not None:  # the list's items stay known, in order
-                st.env[path] = current.appended(more)
-                return Const(None)
-        if method == "extend":
-            added = self.element_of(st, added, None)
-        elements = list(current.items) if isinstance(current, Seq) else [current.element]
-        element = added
-        for item in elements:
-            element = join_values(element, item)
-        st.env[path] = IterableOf(element)
-        return Const(None)
-
-    def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
-        if isinstance(callee, Imported):  # an import is analysed when the code calls it
-            callee = self.imports.resolve_import(st, callee)
-        if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
-            return self.builtin_call(st, node, callee.qualname[9:], args)
-        if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
-            return self._chain(st, node, args)
-        if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
-            return _ordered_dict(node, args)
-        if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
-            partial = partial_of(node, args) if callee.qualname == "functools.partial" else None
-            if partial is None:  # reduce(f, modules), a partial of a function not known
-                self.opaque_call(st, node, args)
-            return partial or UNKNOWN
-        if isinstance(callee, Partial):
-            return self.calls.call_partial(st, node, callee, args)
-        if isinstance(callee, Ref) and callee.qualname.startswith("copy."):
-            return self.modules.copied(st, node, callee.qualname[5:], args)
-        if isinstance(callee, Ref) and callee.qualname.startswith("math."):
-            return NUMBER  # math.log(t) of a one-element tensor too: a float, no graph
-        if isinstance(callee, Ref):
-            return self.torch.torch_call(st, node, callee.qualname, args)
-        if isinstance(callee, ModuleObj) or (isinstance(callee, Instance)
-                                             and callee.info.is_module):
-            return self.modules.call_with_hooks(st, node, callee, args)
-        if isinstance(callee, ClassVal):
-            return self.calls.construct(st, node, callee.info, args)
-        if isinstance(callee, FunctionApply):
-            return self.custom_functions.apply(st, node, callee.info, args)
-        if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
-            return self.calls.call_function(st, node, callee, args)
-        if callee is UNKNOWN:
-            self.opaque_call(st, node, args)
-        return UNKNOWN
-
-    def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
-        """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
-        may freeze the modules it receives or replace their layers: whether their
-        parameters require grad is unknown afterwards, and so is any attribute of an
-        instance it receives that a method of its class rebinds. Calls known only to read
-        (``print(model)``, ``logger.info(model)``) leave them as they are."""
-        name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
-            else node.func.value if isinstance(node.func, cst.Name) else ""
-        if name in READ_ONLY_CALLS:
-            return
-        for value in args:
-            if isinstance(value, (ModuleObj, Instance)):
-                self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
-                                                          Tri.MAYBE)
-        forget_objects(st, args)  # it may call their methods
-
-    def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
-        if any(arg.star or arg.keyword for arg in node.args):
-            return UNKNOWN
-        if name == "len" and len(args) == 1:
-            items = known_items(args[0])
-            return Const(len(items)) if items is not None else NUMBER
-        if name in ("len", "int", "float", "round"):
-            return NUMBER
-        if name == "range":
-            return _range(args)
-        if name == "sum" and len(args) == 1:
-            return self._sum(st, node, args[0])
-        if name == "isinstance" and len(args) == 2:
-            return _isinstance(args[0], args[1], self.knowledge.nn_module_classes)
-        if name == "zip":
-            return IterableOf(Seq(tuple(self.element_of(st, arg, node) for arg in args)))
-        if name == "filter" and len(args) == 2:  # some of its elements, unchanged
-            return IterableOf(self.element_of(st, args[1], node))
-        if name == "enumerate" and len(args) == 1:
-            return self._enumerate(st, node, args[0])
-        if name == "enumerate" and args:  # a start given: some index with some element
-            return IterableOf(Seq((NUMBER, self.element_of(st, args[0], node))))
-        if name == "setattr" and len(args) == 3:
-            return self._setattr(st, node, *args)
-        if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
-            if isinstance(args[0], Seq):
-                return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
-            return IterableOf(self.element_of(st, args[0], node))
-        return UNKNOWN
-
-    def _sum(self, st: State, node: cst.Call, iterable: Value) -> Value:
-        """``sum(out.mean() for out in outs)`` over tensors all known: their total, whose
-        graph holds each one's (``+`` saves nothing); else unknown."""
-        items = known_items(iterable)
-        if not items or not all(isinstance(item, TensorRef) for item in items):
-            return UNKNOWN
-        return self.tensors.op_result(st, node, items, OpName.of("operator", "add"))
-
-    def _enumerate(self, st: State, node: cst.Call, iterable: Value) -> Value:
-        """``enumerate(xs)``: over a sequence whose items are known, each item with its
-        index (over a container's layers, a ``for`` runs once per pair, as over the
-        container); else some index with some element."""
-        items = known_items(iterable)
-        if items is None:
-            return IterableOf(Seq((NUMBER, self.element_of(st, iterable, node))))
-        pairs = tuple(Seq((Const(index), item)) for index, item in enumerate(items))
-        layers = isinstance(iterable, LayerItems) or isinstance(iterable, ModuleObj)
-        return LayerItems(pairs) if layers else Seq(pairs)
-
-    def _setattr(self, st: State, node: cst.Call, owner: Value, name: Value,
-                 value: Value) -> Value:
-        """``setattr(t, "requires_grad", True)`` sets the flag as ``t.requires_grad = True``
-        does; an attribute name not known may be that one. On anything else the call is
-        opaque (it may replace a model's layer)."""
-        if not isinstance(owner, TensorRef):
-            self.opaque_call(st, node, [owner, name, value])
-        elif not isinstance(name, Const):
-            self.tensor_methods.set_requires_grad(st, owner, Tri.MAYBE, node, "`setattr(...)`")
-        elif name.value == "requires_grad":
-            self.tensor_methods.set_requires_grad(st, owner, tri_of(value), node,
-                                                  "`setattr(..., 'requires_grad', ...)`",
-                                                  source_text(node.args[0].value))
-        return Const(None)
-
-    def _chain(self, st: State, node: cst.Call, args: list) -> Value:
-        """``itertools.chain(a.parameters(), b.parameters())``: what iterating each of its
-        arguments yields, in order (a module's parameters as one element standing for
-        them all, as a ``for`` over ``parameters()`` has); an optimizer given it takes
-        both modules' parameters."""
-        if any(arg.star for arg in node.args):
-            return UNKNOWN
-        items = []
-        for value in args:
-            if isinstance(value, ParamsOf):
-                items.append(self.element_of(st, value, node))
-            elif isinstance(value, Seq):
-                items.extend(value.items)
-            else:
-                return UNKNOWN
-        return Chained(tuple(items), sources=tuple(args))
-
     def element_of(self, st: State, iterable: Value, site: cst.CSTNode) -> Value:
         """What iterating over ``iterable`` yields (the same abstract value each time)."""
         if isinstance(iterable, IterableOf):
@@ -637,121 +382,6 @@ class Expressions(Room):
             return element
         return UNKNOWN
 
-    def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
-        if isinstance(owner, TensorRef):
-            return self.tensor_methods.tensor_method(st, node, owner, name, args)
-        if isinstance(owner, Distribution):
-            return self.torch.distribution_method(st, node, owner, name, args)
-        if isinstance(owner, Optimizer):
-            if name == "step" and st.gradients is not Tri.NO:
-                # updates every parameter it owns that has a gradient, in place (before any
-                # backward none has one, and the step changes nothing)
-                text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
-                    else "the optimizer"
-                self.saved.settle_terms(st, owner.owners)
-                self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
-            return UNKNOWN
-        if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):
-            self.modules.load_state_dict(st, node, owner, args)
-            return UNKNOWN
-        if name in ("parameters", "named_parameters") \
-                and not (isinstance(owner, Instance) and name in owner.info.methods):
-            # a class's own ``parameters()`` is its method, followed below (micrograd's
-            # MLP yields objects of its own, not tensors)
-            return ParamsOf(owner, named=name == "named_parameters")
-        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
-            return self._set_training(st, node, owner, name, args)
-        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
-            return owner  # modules convert in place and return themselves
-        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
-                isinstance(args[0], Partial) or isinstance(args[0], FunctionVal)
-                and isinstance(args[0].node, cst.FunctionDef)):
-            self.modules.apply_to_modules(st, owner, args[0], node)
-            return owner
-        if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
-            self.modules.set_parameters_requires_grad(st, self.saved.owners_of(owner),
-                                              tri_of(args[0]) if args else Tri.YES)
-            return owner
-        if name == "forward" and isinstance(owner, ModuleObj):
-            return self.modules.module_call(st, node, owner, args)
-        if isinstance(owner, (ModuleObj, Instance)) and name in SUBMODULE_ITERATORS and not args:
-            return submodules(owner, name)
-        if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
-            return _container_view(owner, name)
-        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
-            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
-            path = dotted(receiver) if receiver is not None else None
-            return self.modules.grow_container(st, path,
-                                        owner, name, node, args)
-        if isinstance(owner, Instance) and name in owner.info.methods:
-            result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
-            return UNKNOWN if result is None else result
-        if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
-            return self.modules.register(st, node, name, args)
-        if isinstance(owner, (ModuleObj, Instance)) and name in HOOK_REGISTRARS:
-            return self.modules.register_hook(owner, node, name, args)
-        value = self.attribute_of(st, owner, name, node.func, None)
-        return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
-
-    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
-                      args: list) -> Instance:
-        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
-        on every module it holds, as torch sets it; a mode not known is unknown."""
-        mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
-        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
-            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
-        return change_throughout(st, module, lambda each: {"training": mode}
-                                 if each.info.is_module else {})
-
-    def positional_operands(self, node: cst.Call, args: list,
-                            receiver: Optional[tuple] = None,
-                            op: Optional[OpName] = None) -> dict:
-        """Argument key -> (value, text) for the saved-tensor table: the receiver of a
-        method is argument 0, then the positional arguments in order, then the keyword
-        arguments at the positions ``op``'s signature gives their names."""
-        operands = {"0": receiver} if receiver is not None else {}
-        keywords = []
-        for arg, value in zip(node.args, args):
-            if arg.keyword is not None:
-                keywords.append((arg.keyword.value, (value, arg.value)))
-            elif not arg.star:
-                operands[str(len(operands))] = (value, arg.value)  # written if saved
-        positions = self.knowledge.parameter_positions.get(op.key(), {}) if op is not None \
-            else {}
-        for name, operand in keywords:
-            if name in positions:
-                operands.setdefault(str(positions[name]), operand)
-        return operands
-
-    def returns_input(self, node: cst.Call, args: list, key: str) -> bool:
-        """Whether the op ``key`` called so returns its input itself, untouched (a
-        dropout with ``p=0``, or not training, in place or not: ``knowledge.unchanged``)."""
-        for condition in UNCHANGED_WHEN.get(key, ()):
-            value = self.argument(node, args, condition.name, condition.position)
-            if value is None and condition.default is not None:
-                value = Const(condition.default)
-            if isinstance(value, Const) and condition.holds(value.value):
-                return True
-        return False
-
-    def argument(self, node: cst.Call, args: list, name: str,
-                 position: Optional[int] = None) -> Optional[Value]:
-        """The value passed as ``name=`` (also by ``**params`` of a dict whose keys are
-        known: ``{"inplace": inplace}``), else as the ``position``-th positional argument."""
-        positional = []
-        for arg, value in zip(node.args, args):
-            if arg.keyword is not None and arg.keyword.value == name:
-                return value
-            if arg.star == "**" and isinstance(value, KeyedItems):
-                passed = dict(value.items)
-                if name in passed:
-                    return passed[name]
-            if arg.keyword is None and not arg.star:
-                positional.append(value)
-        if position is not None and position < len(positional):
-            return positional[position]
-        return None
-
 
 def _is_property(definition: cst.FunctionDef) -> bool:
     """A getter that runs on each read (``@property``; a ``cached_property`` keeps its
@@ -776,90 +406,6 @@ BINARY_OPS = {
     cst.MatrixMultiply: "matmul", cst.LeftShift: "lshift", cst.RightShift: "rshift",
     cst.BitAnd: "bitwise_and", cst.BitOr: "bitwise_or", cst.BitXor: "bitwise_xor",
 }
-
-def _range(args: list) -> Value:
-    """``range(...)`` of known integers: its numbers, when there are few enough to run
-    a loop's body once each; else some numbers."""
-    if args and len(args) <= 3 and all(integer(arg) is not None for arg in args):
-        numbers = range(*(arg.value for arg in args)) if args[-1].value or len(args) < 3 \
-            else None
-        if numbers is not None and len(numbers) <= MAX_UNROLLED_LAYERS:
-            return Seq(tuple(Const(number) for number in numbers))
-    return IterableOf(NUMBER)
-
-
-LIST_GROWERS = frozenset({"append", "extend", "insert"})
-
-# Builtins whose results the engine follows; a local binding of the name shadows them.
-BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr", "filter", "sum"})
-
-
-# Callables the engine does not follow that only read what they receive.
-READ_ONLY_CALLS = frozenset({
-    "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
-    "type", "vars", "dir", "callable", "hash", "debug", "info", "warning", "warn", "error",
-    "critical", "exception", "log",
-})
-
-
-def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value:
-    """``isinstance(layer, nn.Linear)`` for a torch layer: known when the layer's class is
-    the one named, or plainly unrelated to it (``Conv2d`` and ``Linear``; but ``LazyLinear``
-    derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
-    torch's layer classes (``TorchAPI.nn_module_classes``). Values that are plainly a
-    tensor or a Python sequence are told apart too (``_value_isinstance``)."""
-    if not isinstance(value, ModuleObj):
-        return _value_isinstance(value, classes)
-    verdicts = []
-    for cls in classes.items if isinstance(classes, Seq) else (classes,):
-        if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
-            return UNKNOWN
-        name = cls.qualname.rpartition(".")[2]
-        if name == value.kind or name == "Module":
-            return Const(True)
-        if name not in layer_classes or name in value.kind or value.kind in name:
-            return UNKNOWN
-        verdicts.append(False)
-    return Const(False) if verdicts else UNKNOWN
-
-
-def _value_isinstance(value: Value, classes: Value) -> Value:
-    """``isinstance(data, torch.Tensor)``, ``isinstance(x, (tuple, list))`` where ``data``
-    is known to be a tensor or a list or tuple (a list or tuple only when both are
-    named: the engine does not tell them apart); else unknown."""
-    names = {cls.qualname for cls in (classes.items if isinstance(classes, Seq) else (classes,))
-             if isinstance(cls, Ref)}
-    if isinstance(value, TensorRef):
-        kind = "tensor"
-    elif isinstance(value, Seq) and not isinstance(value, LayerItems):
-        kind = "sequence"
-    else:
-        return UNKNOWN
-    if kind == "tensor" and names & TENSOR_CLASSES or \
-            kind == "sequence" and SEQUENCE_CLASSES <= names:
-        return Const(True)
-    known = TENSOR_CLASSES | SEQUENCE_CLASSES
-    if isinstance(classes, Seq) and len(names) < len(classes.items) or not names <= known:
-        return UNKNOWN  # a class the engine does not know, which the value may be
-    return Const(False)
-
-
-TENSOR_CLASSES = frozenset({"torch.Tensor"})
-SEQUENCE_CLASSES = frozenset({"builtins.tuple", "builtins.list"})
-
-
-def _is_super_init(func: cst.BaseExpression) -> bool:
-    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
-        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
-        and func.value.func.value == "super"
-
-
-def _is_super_call(func: cst.BaseExpression) -> bool:
-    """``super().name`` (``super()`` with no arguments, or ``super(Cls, self)``)."""
-    return isinstance(func, cst.Attribute) and func.attr.value != "__init__" \
-        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
-        and func.value.func.value == "super"
 
 
 def _concatenate(left: Value, right: Value) -> Value:

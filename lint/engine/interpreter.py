@@ -9,9 +9,9 @@ them.
 The ``Interpreter`` makes what the rooms share beyond one program point (``contexts.py``:
 the budget, the call stack, the file's facts; and the torch knowledge it is handed) and
 its rooms, each a part of the language or of torch: ``statements``, ``imports``,
-``control``, ``definitions``, ``expressions``, ``tensors``, ``tensor_methods``, ``inplace``,
-``torch``, ``modules``,
-``saved``, ``calls`` (the file's own functions, with their summaries) and
+``control``, ``definitions``, ``expressions``, ``callees`` (what a call calls),
+``builtins``, ``tensors``, ``tensor_methods``, ``inplace`` (in-place writes), ``torch``,
+``modules``, ``saved``, ``calls`` (the file's own functions, with their summaries) and
 ``custom_functions``. Each room is handed the shared objects when it is made and reaches
 the others by name (``room.py``); see ``docs/design.md``.
 """
@@ -27,6 +27,8 @@ from gradguard.domain.citations import cite
 from gradguard.domain.facts import Tri
 from gradguard.domain.modulescope import ModuleScope
 from gradguard.domain.state import Heap, State
+from gradguard.engine.builtin_calls import BuiltinCalls
+from gradguard.engine.callees import Callees
 from gradguard.engine.calls import UserCalls
 from gradguard.engine.common import timeless
 from gradguard.engine.conditions import Assumption
@@ -133,6 +135,8 @@ class Interpreter:
         self.control = ControlFlow(self, **shared)
         self.definitions = Definitions(self, **shared)
         self.expressions = Expressions(self, **shared)
+        self.callees = Callees(self, **shared)  # what a call calls, decided
+        self.builtins = BuiltinCalls(self, **shared)  # len, range, zip, enumerate, ...
         self.tensors = Tensors(self, **shared)
         self.tensor_methods = TensorMethods(self, **shared)  # x.detach(), x.grad, ...
         self.inplace = InplaceWrites(self, **shared)  # in-place writes into tensors

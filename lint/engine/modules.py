@@ -95,8 +95,8 @@ class Modules(Room):
         is. Only where torch certainly copies them all: ``strict`` (every key present, else
         it raises) and not ``assign=True`` (which swaps the tensors, leaving the saved ones
         as they were)."""
-        strict = self.expressions.argument(node, args, "strict", 1)
-        assign = self.expressions.argument(node, args, "assign", 2)
+        strict = self.callees.argument(node, args, "strict", 1)
+        assign = self.callees.argument(node, args, "assign", 2)
         if any(arg.star for arg in node.args) or strict not in (None, Const(True)) \
                 or assign not in (None, Const(False)):
             return
@@ -125,9 +125,9 @@ class Modules(Room):
         not know leaves what the name holds unknown."""
         if not node.args or node.args[0].keyword is not None or node.args[0].star:
             return UNKNOWN
-        layer, name = args[0], self.expressions.argument(node, args, "name", 1)
+        layer, name = args[0], self.callees.argument(node, args, "name", 1)
         if name is None:
-            name = self.expressions.argument(node, args, "tensor_name", 1)
+            name = self.callees.argument(node, args, "tensor_name", 1)
         changed: Value = UNKNOWN
         if isinstance(layer, ModuleObj) and (name is None or isinstance(name, Const)
                                              and isinstance(name.value, str)):
@@ -319,8 +319,8 @@ class Modules(Room):
         "running", torch.zeros(3))``, ``self.add_module("fc", layer)``: the attribute of
         that name is the value from now on (``register_parameter("b", None)``: None)."""
         receiver = dotted(node.func.value) if isinstance(node.func, cst.Attribute) else None
-        key = self.expressions.argument(node, args, "name", 0)
-        value = self.expressions.argument(node, args, REGISTRARS[method], 1)
+        key = self.callees.argument(node, args, "name", 0)
+        value = self.callees.argument(node, args, REGISTRARS[method], 1)
         if receiver is not None and isinstance(key, Const) and isinstance(key.value, str) \
                 and value is not None:
             path = f"{receiver}.{key.value}"
@@ -332,9 +332,9 @@ class Modules(Room):
     def build_module(self, node, kind, args) -> Value:
         inplace = Tri.NO
         if kind in self.knowledge.inplace_modules and kind not in INPLACE_IGNORED \
-                and not self.expressions.returns_input(node, args, layer_op(kind).key()):
+                and not self.callees.returns_input(node, args, layer_op(kind).key()):
             position = self.knowledge.inplace_positions.get(layer_op(kind).key())
-            flag = self.expressions.argument(node, args, "inplace", position)
+            flag = self.callees.argument(node, args, "inplace", position)
             inplace = Tri.NO if flag is None else tri_of(flag)
         parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
@@ -364,7 +364,7 @@ class Modules(Room):
     def _flag(self, node: cst.Call, args: list, flag: str, fact: dict) -> Tri:
         """A layer flag's value: as passed, else its default; unknown when it may hide in
         ``*args`` or ``**kwargs``."""
-        value = self.expressions.argument(node, args, flag, fact["position"])
+        value = self.callees.argument(node, args, flag, fact["position"])
         if value is not None:
             return tri_of(value)
         if any(arg.star == "**" or (arg.star == "*" and fact["position"] is not None)

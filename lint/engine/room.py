@@ -19,7 +19,7 @@ def _other_room(name: str) -> property:
 
 
 class Room:
-    """A part of the interpreter (statements, expressions, tensors, ...). It is made with
+    """A part of the interpreter (statements, expressions, callees, tensors, ...). It is made with
     the interpreter it belongs to (``engine``: it runs statements, ``block`` and
     ``suite``, and tells the rules, ``dispatch``) and what the rooms share, each a small
     object of its own (``contexts.py``): ``knowledge`` (the torch API's tables),
@@ -47,6 +47,8 @@ class Room:
     control = _other_room("control")
     definitions = _other_room("definitions")
     expressions = _other_room("expressions")
+    callees = _other_room("callees")
+    builtins = _other_room("builtins")
     tensors = _other_room("tensors")
     tensor_methods = _other_room("tensor_methods")
     inplace = _other_room("inplace")

@@ -81,7 +81,7 @@ class TensorMethods(Room):
         receiver_node = node.func.value if isinstance(node.func, cst.Attribute) else node
         op = OpName.of("Tensor", name)
         if name == "requires_grad_":
-            flag = self.expressions.argument(node, args, "requires_grad", 0)
+            flag = self.callees.argument(node, args, "requires_grad", 0)
             self.set_requires_grad(st, tensor, Tri.YES if flag is None else tri_of(flag), node,
                                    "`requires_grad_()`", source_text(receiver_node), method=True)
             return tensor
@@ -110,18 +110,18 @@ class TensorMethods(Room):
             head = inplace_chain_head(node, self.knowledge.inplace_methods)
             if self.inplace.emit_inplace(st, head, tensor, receiver_node, f"`{name}`",
                                          method=op, operands=args):
-                operands = self.expressions.positional_operands(
+                operands = self.callees.positional_operands(
                     node, args, (tensor, source_text(receiver_node)), op.out_of_place())
                 self.saved.save_inplace_operands(st, node, tensor, op.out_of_place(), operands,
                                                  op.display(), before)
             return tensor
         if name == "backward":
             # Tensor.backward(gradient, retain_graph, create_graph)
-            retain = self.expressions.argument(node, args, "retain_graph", 1)
-            create = self.expressions.argument(node, args, "create_graph", 2)
+            retain = self.callees.argument(node, args, "retain_graph", 1)
+            create = self.callees.argument(node, args, "create_graph", 2)
             self.saved.run_backward(st, node, [tensor], _retains(retain, create),
                                     source_text(receiver_node),
-                                    reach=self.expressions.argument(node, args, "inputs", 3),
+                                    reach=self.callees.argument(node, args, "inputs", 3),
                                     spelled_out=spelled_out(node))
             st.gradients = Tri.YES  # the leaves it reached have a .grad now
             return Const(None)
@@ -157,10 +157,10 @@ class TensorMethods(Room):
                 why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.torch.factory(st, node, args, f"`{name}`")
-        if returns_values_and_indices(name, self.expressions.argument(node, args, "dim", 0)):
+        if returns_values_and_indices(name, self.callees.argument(node, args, "dim", 0)):
             return self.tensors.values_and_indices(st, node, op, [tensor, *args])
         if name in self.knowledge.torch_functions or name == "clone":
-            operands = self.expressions.positional_operands(
+            operands = self.callees.positional_operands(
                 node, args, (tensor, source_text(receiver_node)), op)
             return self.tensors.op_result(st, node, [tensor, *args], op, operands)
         return UNKNOWN

@@ -38,8 +38,8 @@ class TorchCalls(Room):
                 contiguous: Tri = Tri.YES, copies_data: bool = False) -> TensorRef:
         """A new leaf tensor (``torch.zeros``...); ``copies_data``: ``torch.tensor(data)``,
         which copies the values of ``data``, never its graph."""
-        flag = self.expressions.argument(node, args, "requires_grad")
-        if self.expressions.argument(node, args, "memory_format") is not None:
+        flag = self.callees.argument(node, args, "requires_grad")
+        if self.callees.argument(node, args, "memory_format") is not None:
             contiguous = Tri.MAYBE  # torch.zeros(..., memory_format=torch.channels_last)
         requires_grad = Tri.NO if flag is None else tri_of(flag)
         rewrapped = None
@@ -73,7 +73,7 @@ class TorchCalls(Room):
                 return self.tensor_methods.tensor_method(st, node, arg0, name, args[1:])
             return UNKNOWN
         if name == "Parameter" and namespace.startswith("torch.nn"):
-            flag = self.expressions.argument(node, args, "requires_grad", position=1)
+            flag = self.callees.argument(node, args, "requires_grad", position=1)
             requires_grad = Tri.YES if flag is None else tri_of(flag)
             # a new leaf over the same data: the layout is its argument's
             layout = self.tensors.facts(st, arg0).contiguous if isinstance(arg0, TensorRef) \
@@ -87,9 +87,9 @@ class TorchCalls(Room):
             # backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
             # inputs); grad(outputs, inputs, grad_outputs, retain_graph, create_graph, ...)
             first = 2 if name == "backward" else 3
-            retain = self.expressions.argument(node, args, "retain_graph", first)
-            create = self.expressions.argument(node, args, "create_graph", first + 1)
-            reach = self.expressions.argument(node, args, "inputs", 5 if name == "backward" else 1)
+            retain = self.callees.argument(node, args, "retain_graph", first)
+            create = self.callees.argument(node, args, "create_graph", first + 1)
+            reach = self.callees.argument(node, args, "inputs", 5 if name == "backward" else 1)
             roots = arg0.items if isinstance(arg0, Seq) else [arg0]
             self.saved.run_backward(st, node, roots, _retains(retain, create),
                                     source_text(node.args[0].value) if node.args
@@ -122,7 +122,7 @@ class TorchCalls(Room):
         convert to is returned itself; a list or tuple is copied into a new tensor, as
         ``torch.tensor`` does (its items' graphs are not: GG310)."""
         if isinstance(arg0, TensorRef):
-            converts = any(self.expressions.argument(node, args, name, position)
+            converts = any(self.callees.argument(node, args, name, position)
                            not in (None, Const(None))
                            for name, position in (("dtype", 1), ("device", 2)))
             return UNKNOWN if converts else arg0
@@ -162,10 +162,10 @@ class TorchCalls(Room):
         if name == "as_tensor" and isinstance(arg0, TensorRef) and len(node.args) == 1:
             return arg0  # a tensor with no dtype or device to convert to: itself
         if name == "Variable":
-            volatile = self.expressions.argument(node, args, "volatile") is not None
+            volatile = self.callees.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
                 node, volatile, self.tensors.requires_grad_of(st, arg0)))
-            if self.expressions.argument(node, args, "requires_grad") is None:
+            if self.callees.argument(node, args, "requires_grad") is None:
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
                 return self.tensor_methods.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
@@ -186,7 +186,7 @@ class TorchCalls(Room):
             if self.inplace.emit_inplace(st, node, arg0,
                                          node.args[0].value if node.args else node,
                                          f"`torch.{name}`", operands=args[1:]):
-                operands = self.expressions.positional_operands(node, args, op.out_of_place())
+                operands = self.callees.positional_operands(node, args, op.out_of_place())
                 self.saved.save_inplace_operands(st, node, arg0, op.out_of_place(), operands,
                                                  op.display(), before)
             return arg0
@@ -205,11 +205,11 @@ class TorchCalls(Room):
         if name in self.knowledge.non_tensor_functions or name == "is_tensor":
             return UNKNOWN  # torch.load gives a dict of anything: no tensor facts
         if isinstance(arg0, TensorRef) and returns_values_and_indices(
-                name, self.expressions.argument(node, args, "dim", 1)):
+                name, self.callees.argument(node, args, "dim", 1)):
             return self.tensors.values_and_indices(st, node, op, args)
         if name in self.knowledge.torch_functions and name[0].islower():
             return self.tensors.op_result(st, node, args, op,
-                                          self.expressions.positional_operands(node, args, op=op))
+                                          self.callees.positional_operands(node, args, op=op))
         return UNKNOWN
 
     def _out_argument(self, st: State, node: cst.Call, op: OpName, args: list) -> None:
@@ -232,7 +232,7 @@ class TorchCalls(Room):
         entry = self.knowledge.saved_ops.get(op.key(), {})
         outputs = entry.get("saved_outputs")
         if not outputs:
-            operands = self.expressions.positional_operands(node, args, op=op)
+            operands = self.callees.positional_operands(node, args, op=op)
             return self.tensors.op_result(st, node, args, op, operands)
         items = []
         for index in range(max(outputs) + 1):
@@ -250,7 +250,7 @@ class TorchCalls(Room):
 
     def _functional(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
-        if isinstance(arg0, TensorRef) and self.expressions.returns_input(node, args, op.key()):
+        if isinstance(arg0, TensorRef) and self.callees.returns_input(node, args, op.key()):
             return arg0  # ``F.dropout(x, training=False)``: ``x`` itself, nothing written
         if name in self.knowledge.functional_inplace_functions:
             self.inplace.emit_inplace(st, node, arg0, node.args[0].value, f"`{op.display()}`",
@@ -258,14 +258,14 @@ class TorchCalls(Room):
             return arg0
         if name in self.knowledge.functional_inplace_params:
             position = self.knowledge.inplace_positions.get(op.key())
-            flag = self.expressions.argument(node, args, "inplace", position)
+            flag = self.callees.argument(node, args, "inplace", position)
             if flag is not None and tri_of(flag) is Tri.YES:
                 self.inplace.emit_inplace(st, node, arg0, node.args[0].value,
                                           f"`{op.display()}(..., inplace=True)`", method=op,
                                           flag=(node, position))
                 return arg0
         if name in self.knowledge.functional_functions:
-            operands = self.expressions.positional_operands(node, args, op=op)
+            operands = self.callees.positional_operands(node, args, op=op)
             return self.tensors.op_result(st, node, args, op, operands)
         return UNKNOWN
 

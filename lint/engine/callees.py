@@ -1,0 +1,342 @@
+"""What a call calls, decided: a tensor method, a layer, a torch function, the file's own
+function, method or class, a builtin, ``super()``, a list's or a dict's method, a call
+the engine cannot see into; each is handed to the room for it. How a call's arguments are
+read (``argument``, ``positional_operands``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradguard.domain.facts import Tri
+from gradguard.domain.state import State
+from gradguard.domain.values import (
+    NUMBER,
+    UNKNOWN,
+    ClassVal,
+    Const,
+    Distribution,
+    FunctionApply,
+    FunctionContext,
+    FunctionVal,
+    Imported,
+    Instance,
+    IterableOf,
+    KeyedItems,
+    ModuleObj,
+    Optimizer,
+    ParamsOf,
+    Ref,
+    Seq,
+    TensorRef,
+    Value,
+    join_values,
+)
+from gradguard.engine.common import change_throughout, dotted, forget_objects, source_text, tri_of
+from gradguard.engine.containers import (
+    CONTAINER_GROWERS,
+    CONTAINER_VIEWS,
+    CONTAINERS,
+    DICT_READERS,
+    DICT_VIEWS,
+    HOOK_REGISTRARS,
+    SUBMODULE_ITERATORS,
+    _container_view,
+    _ordered_dict,
+    _spread_value,
+    _updated,
+    dict_view,
+    submodules,
+)
+from gradguard.engine.partials import Partial, partial_of
+from gradguard.engine.room import Room
+from gradguard.knowledge import OpName
+from gradguard.knowledge.unchanged import UNCHANGED_WHEN
+from gradguard.syntax.scopes import REGISTRARS
+
+
+class Callees(Room):
+    """What a call calls: ``call`` (a call expression), ``method_call`` (by the receiver's
+    kind) and ``call_value`` (by the callee's value) hand it to the room for it
+    (``tensor_methods``, ``torch``, ``modules``, ``calls``, ``builtins``,
+    ``custom_functions``); ``opaque_call`` is a call the engine cannot see into. Reading
+    a call's arguments: ``argument``, ``positional_operands``, ``returns_input``."""
+
+    def call(self, node: cst.Call, st: State) -> Value:
+        """A call, by what is called (evaluated in order: the callee, then the arguments)."""
+        func = node.func
+        if _is_super_init(func) and self.stack.constructing:
+            args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+            self._super_init(node, self.stack.constructing[-1], args)
+            return Const(None)
+        if _is_super_call(func):
+            result = self._super_call(node, func.attr.value, st)
+            if result is not None:
+                return result
+        if isinstance(func, cst.Attribute):
+            path = dotted(func)
+            receiver = st.lookup(path) if path is not None else None
+            if receiver is None:
+                owner = self.expressions.evaluate(func.value, st)
+                if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \
+                        and path is not None:
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
+                        and not node.args:
+                    return dict_view(owner, func.attr.value)
+                if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
+                        and path is not None:
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    st.bind(dotted(func.value), _updated(owner, func.attr.value, args))
+                    return UNKNOWN
+                if isinstance(owner, (TensorRef, ModuleObj, Instance, Optimizer, Distribution)):
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    return self.method_call(st, node, owner, func.attr.value, args)
+                if owner is UNKNOWN and func.attr.value in ("parameters", "named_parameters"):
+                    for arg in node.args:
+                        self.expressions.evaluate(arg.value, st)
+                    # used as a module: its parameters are leaves (``received_parameters``)
+                    return ParamsOf(UNKNOWN, named=func.attr.value == "named_parameters",
+                                    site=id(node))
+                if isinstance(owner, FunctionContext):
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    return self.custom_functions.context_method(node, func.attr.value, args)
+                receiver = self.expressions.attribute_of(st, owner, func.attr.value, func, path)
+        else:
+            receiver = self.expressions.evaluate(func, st)
+        args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+        return self.call_value(st, node, receiver, args)
+
+    def _super_call(self, node: cst.Call, name: str, st: State) -> Optional[Value]:
+        """``super().forward(x)``, ``super().helper(x)`` in a method of a class of the
+        file: the method its class inherits, run with the same ``self``; None where that
+        is not known (a torch class's method, a method not followed)."""
+        self_name, inherited = self.definitions.inherited.get(st.scope, ("", {}))
+        method = inherited.get(name)
+        owner = st.lookup(self_name) if self_name else None
+        if method is None or not isinstance(owner, Instance):
+            return None
+        args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+        result = self.calls.call_method(st, node, owner, method, args)
+        return UNKNOWN if result is None else result
+
+    def _super_init(self, node: cst.Call, instance: Instance, args: list) -> None:
+        """``super().__init__(...)`` in a constructor: a container subclass gets its
+        layers (``modules``), an optimizer subclass the optimizer its parameters make
+        (``super().__init__(params, defaults)``: its ``param_groups``, what it steps)."""
+        if not instance.info.optimizer:
+            self.modules.super_init(node, instance, args)
+            return
+        params = self.argument(node, args, "params", 0)
+        optimizer = self.torch.optimizer(params) if params is not None else UNKNOWN
+        if isinstance(optimizer, Optimizer):
+            self.file.containers[instance.obj] = optimizer
+
+    def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
+        """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
+        added = args[-1] if args else UNKNOWN
+        if isinstance(current, Seq) and method in ("append", "extend"):
+            more = (added,) if method == "append" else _spread_value(added)
+            if more is not None:  # the list's items stay known, in order
+                st.env[path] = current.appended(more)
+                return Const(None)
+        if method == "extend":
+            added = self.expressions.element_of(st, added, None)
+        elements = list(current.items) if isinstance(current, Seq) else [current.element]
+        element = added
+        for item in elements:
+            element = join_values(element, item)
+        st.env[path] = IterableOf(element)
+        return Const(None)
+
+    def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
+        if isinstance(callee, Imported):  # an import is analysed when the code calls it
+            callee = self.imports.resolve_import(st, callee)
+        if isinstance(callee, Ref) and callee.qualname.startswith("builtins."):
+            return self.builtins.builtin_call(st, node, callee.qualname[9:], args)
+        if isinstance(callee, Ref) and callee.qualname == "itertools.chain":
+            return self.builtins.chain(st, node, args)
+        if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
+            return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
+            partial = partial_of(node, args) if callee.qualname == "functools.partial" else None
+            if partial is None:  # reduce(f, modules), a partial of a function not known
+                self.opaque_call(st, node, args)
+            return partial or UNKNOWN
+        if isinstance(callee, Partial):
+            return self.calls.call_partial(st, node, callee, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("copy."):
+            return self.modules.copied(st, node, callee.qualname[5:], args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("math."):
+            return NUMBER  # math.log(t) of a one-element tensor too: a float, no graph
+        if isinstance(callee, Ref):
+            return self.torch.torch_call(st, node, callee.qualname, args)
+        if isinstance(callee, ModuleObj) or (isinstance(callee, Instance)
+                                             and callee.info.is_module):
+            return self.modules.call_with_hooks(st, node, callee, args)
+        if isinstance(callee, ClassVal):
+            return self.calls.construct(st, node, callee.info, args)
+        if isinstance(callee, FunctionApply):
+            return self.custom_functions.apply(st, node, callee.info, args)
+        if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
+            return self.calls.call_function(st, node, callee, args)
+        if callee is UNKNOWN:
+            self.opaque_call(st, node, args)
+        return UNKNOWN
+
+    def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
+        """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)
+        may freeze the modules it receives or replace their layers: whether their
+        parameters require grad is unknown afterwards, and so is any attribute of an
+        instance it receives that a method of its class rebinds. Calls known only to read
+        (``print(model)``, ``logger.info(model)``) leave them as they are."""
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) \
+            else node.func.value if isinstance(node.func, cst.Name) else ""
+        if name in READ_ONLY_CALLS:
+            return
+        for value in args:
+            if isinstance(value, (ModuleObj, Instance)):
+                self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
+                                                          Tri.MAYBE)
+        forget_objects(st, args)  # it may call their methods
+
+    def method_call(self, st: State, node: cst.Call, owner: Value, name: str, args: list) -> Value:
+        if isinstance(owner, TensorRef):
+            return self.tensor_methods.tensor_method(st, node, owner, name, args)
+        if isinstance(owner, Distribution):
+            return self.torch.distribution_method(st, node, owner, name, args)
+        if isinstance(owner, Optimizer):
+            if name == "step" and st.gradients is not Tri.NO:
+                # updates every parameter it owns that has a gradient, in place (before any
+                # backward none has one, and the step changes nothing)
+                text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
+                    else "the optimizer"
+                self.saved.settle_terms(st, owner.owners)
+                self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
+            return UNKNOWN
+        if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):
+            self.modules.load_state_dict(st, node, owner, args)
+            return UNKNOWN
+        if name in ("parameters", "named_parameters") \
+                and not (isinstance(owner, Instance) and name in owner.info.methods):
+            # a class's own ``parameters()`` is its method, followed below (micrograd's
+            # MLP yields objects of its own, not tensors)
+            return ParamsOf(owner, named=name == "named_parameters")
+        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
+            return self._set_training(st, node, owner, name, args)
+        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
+            return owner  # modules convert in place and return themselves
+        if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
+                isinstance(args[0], Partial) or isinstance(args[0], FunctionVal)
+                and isinstance(args[0].node, cst.FunctionDef)):
+            self.modules.apply_to_modules(st, owner, args[0], node)
+            return owner
+        if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
+            self.modules.set_parameters_requires_grad(st, self.saved.owners_of(owner),
+                                              tri_of(args[0]) if args else Tri.YES)
+            return owner
+        if name == "forward" and isinstance(owner, ModuleObj):
+            return self.modules.module_call(st, node, owner, args)
+        if isinstance(owner, (ModuleObj, Instance)) and name in SUBMODULE_ITERATORS and not args:
+            return submodules(owner, name)
+        if isinstance(owner, ModuleObj) and owner.kind == "ModuleDict" and name in CONTAINER_VIEWS:
+            return _container_view(owner, name)
+        if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS and name in CONTAINER_GROWERS:
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            path = dotted(receiver) if receiver is not None else None
+            return self.modules.grow_container(st, path,
+                                        owner, name, node, args)
+        if isinstance(owner, Instance) and name in owner.info.methods:
+            result = self.calls.call_method(st, node, owner, owner.info.methods[name], args)
+            return UNKNOWN if result is None else result
+        if isinstance(owner, (ModuleObj, Instance)) and name in REGISTRARS:
+            return self.modules.register(st, node, name, args)
+        if isinstance(owner, (ModuleObj, Instance)) and name in HOOK_REGISTRARS:
+            return self.modules.register_hook(owner, node, name, args)
+        value = self.expressions.attribute_of(st, owner, name, node.func, None)
+        return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
+
+    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
+                      args: list) -> Instance:
+        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
+        on every module it holds, as torch sets it; a mode not known is unknown."""
+        mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
+        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
+            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
+        return change_throughout(st, module, lambda each: {"training": mode}
+                                 if each.info.is_module else {})
+
+    def positional_operands(self, node: cst.Call, args: list,
+                            receiver: Optional[tuple] = None,
+                            op: Optional[OpName] = None) -> dict:
+        """Argument key -> (value, text) for the saved-tensor table: the receiver of a
+        method is argument 0, then the positional arguments in order, then the keyword
+        arguments at the positions ``op``'s signature gives their names."""
+        operands = {"0": receiver} if receiver is not None else {}
+        keywords = []
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None:
+                keywords.append((arg.keyword.value, (value, arg.value)))
+            elif not arg.star:
+                operands[str(len(operands))] = (value, arg.value)  # written if saved
+        positions = self.knowledge.parameter_positions.get(op.key(), {}) if op is not None \
+            else {}
+        for name, operand in keywords:
+            if name in positions:
+                operands.setdefault(str(positions[name]), operand)
+        return operands
+
+    def returns_input(self, node: cst.Call, args: list, key: str) -> bool:
+        """Whether the op ``key`` called so returns its input itself, untouched (a
+        dropout with ``p=0``, or not training, in place or not: ``knowledge.unchanged``)."""
+        for condition in UNCHANGED_WHEN.get(key, ()):
+            value = self.argument(node, args, condition.name, condition.position)
+            if value is None and condition.default is not None:
+                value = Const(condition.default)
+            if isinstance(value, Const) and condition.holds(value.value):
+                return True
+        return False
+
+    def argument(self, node: cst.Call, args: list, name: str,
+                 position: Optional[int] = None) -> Optional[Value]:
+        """The value passed as ``name=`` (also by ``**params`` of a dict whose keys are
+        known: ``{"inplace": inplace}``), else as the ``position``-th positional argument."""
+        positional = []
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None and arg.keyword.value == name:
+                return value
+            if arg.star == "**" and isinstance(value, KeyedItems):
+                passed = dict(value.items)
+                if name in passed:
+                    return passed[name]
+            if arg.keyword is None and not arg.star:
+                positional.append(value)
+        if position is not None and position < len(positional):
+            return positional[position]
+        return None
+
+
+def _is_super_init(func: cst.BaseExpression) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+def _is_super_call(func: cst.BaseExpression) -> bool:
+    """``super().name`` (``super()`` with no arguments, or ``super(Cls, self)``)."""
+    return isinstance(func, cst.Attribute) and func.attr.value != "__init__" \
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+        and func.value.func.value == "super"
+
+
+LIST_GROWERS = frozenset({"append", "extend", "insert"})
+
+
+# Callables the engine does not follow that only read what they receive.
+READ_ONLY_CALLS = frozenset({
+    "print", "repr", "str", "format", "isinstance", "issubclass", "hasattr", "getattr", "id",
+    "type", "vars", "dir", "callable", "hash", "debug", "info", "warning", "warn", "error",
+    "critical", "exception", "log",
+})
