@@ -427,6 +427,44 @@ def test_github_escapes_message_and_properties():
     assert ",file=" + os.path.abspath("dir%2C x/a%3Ab 100%25.py").replace(":", "%3A") in text
 
 
+# --- azure ----------------------------------------------------------------------------------
+
+AZURE = re.compile(r"^##vso\[task\.logissue (?P<properties>[^\]]*)\](?P<message>.*)$")
+
+
+def parse_azure(text: str) -> list[tuple[dict, str]]:
+    """Each line as the Azure Pipelines agent reads a logging command (its unescaping)."""
+    def unescape_azure(value: str) -> str:
+        for escaped, char in (("%0D", "\r"), ("%0A", "\n"), ("%3B", ";"), ("%5D", "]"),
+                              ("%AZP25", "%")):
+            value = value.replace(escaped, char)
+        return value
+    commands = []
+    for line in text.split("\n")[:-1]:
+        match = AZURE.match(line)
+        assert match, line
+        properties = dict(item.split("=", 1) for item in match["properties"].split(";") if item)
+        commands.append(({key: unescape_azure(value) for key, value in properties.items()},
+                         unescape_azure(match["message"])))
+    return commands
+
+
+def test_azure_logging_commands():
+    syntax, leaf, saved = parse_azure(render("azure"))
+    assert syntax == ({"type": "error", "sourcepath": "pkg/a.py", "linenumber": "2",
+                       "columnnumber": "5", "code": "GG001"}, "syntax error: invalid syntax")
+    assert leaf[0]["code"] == "GG101" and leaf[1] == "in-place op on a leaf"
+    assert saved[1] == "d was saved by matmul [confirmed]"
+
+
+def test_azure_escapes_message_and_properties():
+    odd = Finding("dir;x]/a 100%.py", 1, 1, "GG302", HOSTILE)
+    text = render("azure", [odd])
+    assert text.count("\n") == 1 and "\r" not in text
+    ((properties, message),) = parse_azure(text)
+    assert message == HOSTILE and properties["sourcepath"] == odd.path
+
+
 # --- gitlab ---------------------------------------------------------------------------------
 
 

@@ -92,8 +92,8 @@ def verify_options(command):
               envvar="GRADGUARD_OUTPUT_FORMAT",
               help="Output format: text (one line each), concise (text with ruff's [*] on "
                    "fixable findings), full (with source and fix), json, sarif (code "
-                   "scanning), github (Actions annotations), gitlab (Code Quality), junit, "
-                   "pylint. Also: GRADGUARD_OUTPUT_FORMAT.")
+                   "scanning), github (Actions annotations), gitlab (Code Quality), azure "
+                   "(Pipelines logging commands), junit, pylint. Also: GRADGUARD_OUTPUT_FORMAT.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, allow_dash=False),
               metavar="PATH", help="Write the report to PATH (replaced whole, atomically) "
                                    "instead of stdout; the summary stays on stderr.")

@@ -37,8 +37,9 @@ from gradguard.domain.findings import (
 from gradguard.reporting import doclinks, style
 from gradguard.rules import ALL_RULES
 
-FORMATS = ("text", "concise", "full", "json", "sarif", "github", "gitlab", "junit", "pylint")
-MACHINE_FORMATS = frozenset({"json", "sarif", "github", "gitlab", "junit"})
+FORMATS = ("text", "concise", "full", "json", "sarif", "github", "gitlab", "azure", "junit",
+           "pylint")
+MACHINE_FORMATS = frozenset({"json", "sarif", "github", "gitlab", "azure", "junit"})
 """Formats a program reads: nothing else may be mixed into them (statistics go to stderr)."""
 SOURCE_FORMATS = frozenset({"full", "sarif"})
 """Formats that need the source lines of each finding: shown (``full``), or hashed into
@@ -105,6 +106,8 @@ def render(output_format: str, findings: Sequence[Finding],
         lines = list(pylint_lines(findings))
     elif output_format == "github":
         lines = list(github_lines(findings))
+    elif output_format == "azure":
+        lines = list(azure_lines(findings))
     elif output_format == "sarif":
         lines = [to_sarif(findings, sources)]
     else:
@@ -541,6 +544,27 @@ def github_lines(findings: Sequence[Finding]) -> Iterator[str]:
         joined = ",".join(f"{key}={_github_property(str(value))}"
                           for key, value in properties.items())
         yield f"::error {joined}::{_github_data(message)}"
+
+
+def azure_lines(findings: Sequence[Finding]) -> Iterator[str]:
+    """Azure Pipelines logging commands: a ``task.logissue`` error per finding, as ruff's
+    ``azure`` format writes it (``sourcepath``, ``linenumber``, ``columnnumber``,
+    ``code``), shown on the run's summary and the pull request."""
+    for f in findings:
+        properties = {"type": "error", "sourcepath": f.path, "linenumber": f.line,
+                      "columnnumber": f.col, "code": f.code}
+        joined = "".join(f"{key}={_azure_escape(str(value), property=True)};"
+                         for key, value in properties.items())
+        message = f"{_cell_prefix(f)}{f.message}{_verdict(f)}"
+        yield f"##vso[task.logissue {joined}]{_azure_escape(message)}"
+
+
+def _azure_escape(text: str, property: bool = False) -> str:
+    """Escape a logging command's message (and, with ``property``, a property's value) as
+    the Azure Pipelines agent unescapes it: ``%AZP25`` for ``%``, then line ends, and
+    ``;`` and ``]`` in properties."""
+    text = text.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(";", "%3B").replace("]", "%5D") if property else text
 
 
 def _cell_prefix(f: Finding) -> str:
