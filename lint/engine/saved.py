@@ -243,19 +243,6 @@ class SavedTensors(Room):
             st.stale = st.stale - records
         return apart
 
-    def set_earlier_inputs_apart(self, st: State, records: frozenset,
-                                 result: TensorRef) -> None:
-        """An op's input that its own site made before (the object of ``result``: a
-        loop's next pass, a second block of one class called where the first was) is an
-        earlier tensor than the one the op makes now, however the abstraction names them:
-        the saves ``records`` made of it are stale at once, so no write to the new tensor
-        reaches them (an object that stands for several tensors is never written for
-        certain)."""
-        earlier = frozenset(save for save in records
-                            if save.storage == result.obj and save.key[1] != "result")
-        if earlier:
-            st.stale = st.stale | earlier
-
     def save_in_graph(self, st: State, tensor: Hashable, record: SaveRecord) -> None:
         """``record`` is a save made now, of a tensor's graph (``tensor``: the object
         whose graph it joins, as an output saved by the op that made it)."""

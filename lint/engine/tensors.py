@@ -136,7 +136,6 @@ class Tensors(Room):
         if operands is not None:
             records = self.saved.saves_made(st, node, producer, operands, result, display, site)
             apart = self.saved.add_saves(st, records)
-            self.saved.set_earlier_inputs_apart(st, records, result)
             if apart:  # the inputs' graphs were read before that
                 graphs = [SaveSet.union(graph).renamed(apart) for graph in graphs]
             graphs.append(records)
