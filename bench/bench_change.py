@@ -41,7 +41,7 @@ from bench_generated import ProgramGenerator  # noqa: E402
 # warm-up, and answers each with its seconds. Run with the build first on sys.path.
 WORKER = """
 import sys, time
-from gradguard.analysis.checker import check_source
+from gradguard import check_source
 check_source(b"import torch\\nx = torch.ones(1, requires_grad=True)\\nx.add_(1)\\n", "warm.py")
 print("ready", flush=True)
 for line in sys.stdin:
