@@ -15,6 +15,7 @@ counted as such, never as a pass.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
@@ -84,10 +85,13 @@ def judge(source: str, path: str = "generated.py") -> Judgement:
         return verdict
     codes_by_line: dict[int, set[str]] = {}
     columns: dict[oracle.Loc, set[int]] = {}  # where each line's findings start
+    cited: dict[oracle.Loc, set[int]] = {}  # the lines each line's findings' messages cite
     for finding in check_source(source, path):
         if finding.code in CONFIRMABLE:
             codes_by_line.setdefault(finding.line, set()).add(finding.code)
             columns.setdefault((Path(path).name, finding.line), set()).add(finding.col)
+            cited.setdefault((Path(path).name, finding.line), set()).update(
+                int(line) for line in CITED_LINE.findall(finding.message))
     program = oracle.Program.single(annotate(source, codes_by_line), path)
     annotations = program.annotations()
     record = oracle.Verdict(path, program.expectations(), annotations)
@@ -116,6 +120,7 @@ def judge(source: str, path: str = "generated.py") -> Judgement:
                                        "what the backward reads, and changes no gradient here")
             elif _masked(run, loc, annotations) or _other_code_first(run, loc, key, annotations) \
                     or _another_silent_write(record.problems[before:]) \
+                    or _stands_on_a_fixed_line(loc, key, cited, annotations) \
                     or _coupled(context, fixed, annotations, loc, key):
                 del record.problems[before:]
                 verdict.inconclusive[code] += 1
@@ -179,6 +184,20 @@ def _other_code_first(run: oracle.RunResult, loc: oracle.Loc, key: str,
     line (a helper's line, reached from two calls): which comes first is the calls' order."""
     other = {family(k) for k in annotations[loc]} - {family(key)}
     return run.exc is not None and run.frame == loc and covering_code(run.exc) in other
+
+
+CITED_LINE = re.compile(r"\bline (\d+)\b")
+
+
+def _stands_on_a_fixed_line(loc: oracle.Loc, key: str, cited: dict,
+                            annotations: dict) -> bool:
+    """Whether a saved-tensor finding (or a silent one) cites, as the op that saved what
+    it writes, a line that carries another finding: judging it fixes that line too (a
+    helper's ``x.relu_()`` on a leaf, GG101, is made out of place, and with it the save
+    the same helper made of another tensor), so torch cannot say what it stands on."""
+    if family(key) not in ("GG2xx", "GG301"):
+        return False
+    return any((loc[0], line) in annotations for line in cited.get(loc, ()) if line != loc[1])
 
 
 AT_ONCE = frozenset({"GG101", "GG102", "GG203", "GG205", "GG304"})  # raise at their line

@@ -66,6 +66,19 @@ def test_a_flag_finding_is_fixed_at_its_own_layer() -> None:
     assert judgement.confirmed["GG101"] == 1 and not judgement.false_positives, judgement.details
 
 
+def test_a_save_made_where_another_finding_is_fixed_is_not_judged() -> None:
+    """Seed 6007992: a helper's ``x.relu_()`` on a leaf raises at once (GG101 at the
+    helper's line), and the same helper's ``relu_`` of another tensor saves what a later
+    ``-=`` writes (two GG201, citing the helper's line). Judging the GG201 fixes the GG101, and
+    that fix takes the save away: torch cannot say, so it is not judged, not refuted."""
+    source = generate(6007992)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        judgement = judge(source, "generated_6007992.py")
+    assert not judgement.false_positives, judgement.details
+    assert judgement.inconclusive["GG2xx"] == 2, judgement.details
+
+
 def test_every_finding_on_generated_programs_is_confirmed_by_torch() -> None:
     tally, false_positives, invalid, known = Tally(), [], [], set()
     with warnings.catch_warnings():
