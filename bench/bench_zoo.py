@@ -37,14 +37,12 @@ seconds to lint, findings) and every finding with its line in the installed sour
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import importlib.util
 import inspect
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
