@@ -110,8 +110,12 @@ def test_rule_formats():
     assert one["code"] == "GG101" and one["name"] == "leaf-inplace"
     assert one["fixable"] == "sometimes" and one["default_enabled"] is True
     assert one["explanation"].startswith("## What it does\n")
+    assert one["advisory"] is False and "raises" in one["torch_shows"]
     every = json.loads(gg("rule", "--all", "--format", "json").stdout)
     assert [entry["code"] for entry in every] == [c for c in known_codes() if c >= "GG1"]
+    advisory = {entry["code"] for entry in every if entry["advisory"]}
+    assert advisory == {"GG302", "GG308", "GG900"}
+    assert all(entry["torch_shows"] for entry in every if not entry["advisory"])
     markdown = gg("rule", "GG101", "--format", "markdown").stdout
     assert markdown.startswith("## leaf-inplace (GG101)\n")
     assert "\n### Example\n```python\nimport torch\n" in markdown

@@ -108,7 +108,8 @@ def markdown(info: CodeInfo) -> str:
 def as_dict(info: CodeInfo) -> dict:
     return {"code": info.code, "name": info.name, "summary": info.summary,
             "default_enabled": info.default_enabled, "fixable": info.fixable,
-            "diagnostic": info.diagnostic, "explanation": info.doc,
+            "diagnostic": info.diagnostic, "advisory": info.advisory,
+            "torch_shows": info.torch_shows or None, "explanation": info.doc,
             "options": [{"name": option.name, "default": (list(option.default) if isinstance(
                 option.default, tuple) else option.default), "help": option.help}
                 for option in info.options]}
