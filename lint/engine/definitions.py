@@ -118,17 +118,10 @@ class Definitions(Room):
             name = params[0].name.value
             st.bind(name, self_value)
             if self_value.info.is_module and node.name.value == "forward":
-                for param in params[1:]:  # activations: they require grad
-                    if param.default is None and _integer_tensor(param.annotation):
-                        index = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES,
-                                            producer="input", why_no_grad=Origin(
-                                                param, "an integer tensor by its annotation"))
-                        st.bind(param.name.value, self.tensors.new_tensor(st, id(param), index))
-                    elif param.default is None and _may_be_tensor(param.annotation):
-                        activation = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO,
-                                                 producer="input", assumed_grad=True)
-                        tensor = self.tensors.new_tensor(st, id(param), activation)
-                        st.bind(param.name.value, tensor)
+                for param in params[1:]:
+                    facts = _forward_input(param)
+                    if facts is not None:
+                        st.bind(param.name.value, self.tensors.new_tensor(st, id(param), facts))
             st.heap.merge(self_value.info.heap)
             for attr, attr_value in self_value.info.attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
@@ -281,6 +274,21 @@ def _may_be_tensor(annotation: Optional[cst.Annotation]) -> bool:
     if outer in NOT_TENSORS:
         return False
     return "Tensor" in text or "Any" in text
+
+
+def _forward_input(param: cst.Param) -> Optional[TensorFacts]:
+    """What a ``forward`` parameter without a default is taken for: an activation, which
+    requires grad (by assumption), or an integer tensor by its annotation, which never
+    does; None for one that is neither (a list, a flag with a default)."""
+    if param.default is not None:
+        return None
+    if _integer_tensor(param.annotation):
+        return TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES, producer="input",
+                           why_no_grad=Origin(param, "an integer tensor by its annotation"))
+    if _may_be_tensor(param.annotation):
+        return TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO, producer="input",
+                           assumed_grad=True)
+    return None
 
 
 def _integer_tensor(annotation: Optional[cst.Annotation]) -> bool:

@@ -553,18 +553,18 @@ def azure_lines(findings: Sequence[Finding]) -> Iterator[str]:
     for f in findings:
         properties = {"type": "error", "sourcepath": f.path, "linenumber": f.line,
                       "columnnumber": f.col, "code": f.code}
-        joined = "".join(f"{key}={_azure_escape(str(value), property=True)};"
+        joined = "".join(f"{key}={_azure_escape(str(value), in_property=True)};"
                          for key, value in properties.items())
         message = f"{_cell_prefix(f)}{f.message}{_verdict(f)}"
         yield f"##vso[task.logissue {joined}]{_azure_escape(message)}"
 
 
-def _azure_escape(text: str, property: bool = False) -> str:
+def _azure_escape(text: str, in_property: bool = False) -> str:
     """Escape a logging command's message (and, with ``property``, a property's value) as
     the Azure Pipelines agent unescapes it: ``%AZP25`` for ``%``, then line ends, and
-    ``;`` and ``]`` in properties."""
+    ``;`` and ``]`` in a property (``in_property``)."""
     text = text.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(";", "%3B").replace("]", "%5D") if property else text
+    return text.replace(";", "%3B").replace("]", "%5D") if in_property else text
 
 
 def _cell_prefix(f: Finding) -> str:
