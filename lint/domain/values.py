@@ -64,9 +64,22 @@ class Ref(Value):
 
 @dataclass(frozen=True)
 class TensorRef(Value):
-    """A tensor: a reference to an abstract object in the state's heap."""
+    """A tensor: a reference to an abstract object in the state's heap.
+
+    An object named by its allocation site stands for the tensor the site made last (the
+    most recent allocation) and, once the site ran again while older ones are still
+    held, for those older ones too. ``many``: the reference may be to any of them (an item
+    of a list grown in a loop other than the last pass's, an element of a list of one
+    element for all): one tensor of the many, not known which. A write through it is a
+    weak update and a save through it a save of no known tensor: neither is ever matched
+    with another write or save (``SavedTensors.storage_of``), so no certain finding rests
+    on it."""
 
     obj: Hashable
+    many: bool = False
+
+    def one_of_many(self) -> "TensorRef":
+        return self if self.many else TensorRef(self.obj, True)
 
 
 @dataclass(frozen=True)
@@ -380,6 +393,8 @@ class ModuleRef(Value):
 def join_values(a: Value, b: Value) -> Value:
     if a == b:
         return a
+    if isinstance(a, TensorRef) and isinstance(b, TensorRef) and a.obj == b.obj:
+        return a.one_of_many()  # the most recent tensor on one path, any on the other
     repeated = _join_growth(a, b) or _join_growth(b, a)
     if repeated is not None:
         return repeated

@@ -340,10 +340,10 @@ class Expressions(Room):
         else:
             self.index_kind(node, st)
         if isinstance(base, IterableOf) and (index is NUMBER or isinstance(index, Const)):
-            return base.element
+            return _one_of(base.element)
         if isinstance(base, Seq) and isinstance(index, Const) and isinstance(index.value, int) \
                 and -len(base.items) <= index.value < len(base.items):
-            return base.items[index.value]
+            return _item_at(base, index.value)
         if isinstance(base, ModuleObj) and (isinstance(index, Const) or index is NUMBER):
             return _layer_at(base, index.value if isinstance(index, Const) else ANY_POSITION)
         if isinstance(base, ParamGroup) and index is not None:
@@ -381,6 +381,31 @@ class Expressions(Room):
                 element = join_values(element, item)
             return element
         return UNKNOWN
+
+
+def _one_of(element: Value) -> Value:
+    """An element of a list read by index: for a tensor, one of those its object stands
+    for (``TensorRef.many``)."""
+    return element.one_of_many() if isinstance(element, TensorRef) else element
+
+
+def _item_at(items: Seq, index: int) -> Value:
+    """``items[index]``. In a list grown in a loop (``Seq.growth``), an item of the passes
+    is one tensor of many (``TensorRef.many``: the passes made it at one site, and which
+    pass's it is depends on how many ran), unless counted from the end, where the last
+    pass's items are, and no later item is of the same object: then it is the most
+    recent tensor its site made."""
+    item = items.items[index]
+    if items.growth is None or not isinstance(item, TensorRef):
+        return item
+    position = index % len(items.items)
+    if position < len(items.growth[0]):
+        return item
+    later = items.items[position + 1:]
+    if index < 0 and not any(isinstance(other, TensorRef) and other.obj == item.obj
+                             for other in later):
+        return item
+    return item.one_of_many()
 
 
 def _is_property(definition: cst.FunctionDef) -> bool:

@@ -120,6 +120,31 @@ class InplaceWrites(Room):
         counter_facts = st.heap.get(counter)
         parameter = (counter_facts is not None and counter_facts.is_grad_leaf) \
             or (isinstance(counter, tuple) and counter[-1] == PARAMS)
+        if not target.many:  # one tensor of many, not known which: matched with no save
+            self._match_saves(st, node, target, counter, memory, text, operation, parameter,
+                              through_data, method, operands, flag)
+        if method is not None and _relayouts(method, self.knowledge.view_methods):
+            self.tensors.forget_layout(st, target)
+        if method is not None and method.key() in self.knowledge.inplace_saves_result \
+                and facts.requires_grad is Tri.YES and st.grad is Tri.YES \
+                and not _scalar_form(method, operands,
+                                     self.knowledge.inplace_scalar_overloads):
+            # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
+            record = SaveRecord(self.saved.save_key(st, site or id(node), "result"),
+                                self.saved.storage_of(st, target), method.display(), node, text)
+            self.saved.save_in_graph(st, target.obj, record)
+        if operands:  # through ``.data`` the base is another tensor: it stays out of the graph
+            base = [root] if root is not None and not through_data else []
+            self.absorb_operands(st, [target.obj] + base, operands)
+        return True
+
+    def _match_saves(self, st: State, node: cst.CSTNode, target: TensorRef,
+                     counter: Hashable, memory: Hashable, text: str, operation: str,
+                     parameter: bool, through_data: bool, method: Optional[OpName],
+                     operands: list, flag: Optional[tuple]) -> None:
+        """The saves a write into ``target`` (moving ``counter``, into the storage of
+        ``memory``) changes, and the reads a write through a ``.detach()`` alias waits
+        for."""
         hit = self.saved.write_to_saved(st, node, counter, text, operation, parameter,
                                         target.obj, flag=flag)
         if through_data:  # moves only .data's own counter: the saved copy is silently changed
@@ -134,20 +159,6 @@ class InplaceWrites(Room):
             resets = (method is not None and method.name in RESETS) or (
                 operation == "item assignment" and all(is_number(v) for v in operands))
             self.note_original_write(st, node, {target.obj, memory}, text, operation, resets)
-        if method is not None and _relayouts(method, self.knowledge.view_methods):
-            self.tensors.forget_layout(st, target)
-        if method is not None and method.key() in self.knowledge.inplace_saves_result \
-                and facts.requires_grad is Tri.YES and st.grad is Tri.YES \
-                and not _scalar_form(method, operands,
-                                     self.knowledge.inplace_scalar_overloads):
-            # relu_, sigmoid_, ReLU(inplace=True), a.pow_(e): save the result
-            record = SaveRecord(self.saved.save_key(st, site or id(node), "result"), counter,
-                                method.display(), node, text)
-            self.saved.save_in_graph(st, target.obj, record)
-        if operands:  # through ``.data`` the base is another tensor: it stays out of the graph
-            base = [root] if root is not None and not through_data else []
-            self.absorb_operands(st, [target.obj] + base, operands)
-        return True
 
     def absorb_operands(self, st: State, written: list, operands: Iterable[Value]) -> None:
         """An in-place op whose operand requires grad (``total += loss``, ``x.copy_(y)``,

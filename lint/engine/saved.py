@@ -52,6 +52,24 @@ class SavedTensors(Room):
             pass
         return obj
 
+    def storage_of(self, st: State, tensor: TensorRef) -> Hashable:
+        """The storage a save of ``tensor`` holds: the object whose version counter a
+        write moves (``counter_of``), or, through a reference to one tensor of many
+        (``TensorRef.many``), a storage no write is matched with."""
+        counter = self.counter_of(st, tensor.obj)
+        return (ONE_OF_MANY, counter) if tensor.many else counter
+
+    def graph_through(self, tensor: TensorRef, saves: SaveSet) -> SaveSet:
+        """The saves of the graph of ``tensor`` as read through it: through a reference
+        to one tensor of many, the saves of its own storage are of that one, not known
+        which (``storage_of``); a write to the most recent tensor is not matched with
+        them."""
+        if not tensor.many or not saves:
+            return saves
+        own = {save: replace(save, storage=(ONE_OF_MANY, save.storage))
+               for save in saves if save.storage == tensor.obj}
+        return saves.renamed(own) if own else saves
+
     def covers(self, written: Hashable, saved: Hashable) -> bool:
         """Whether writing ``written`` changes the saved storage ``saved``."""
         if written == saved:
@@ -177,7 +195,7 @@ class SavedTensors(Room):
                     written = source_text(written)
                 written = written or self.file.labels.get(tensor.obj, "")
                 records.add(SaveRecord(self.save_key(st, site or id(node), part),
-                                       self.counter_of(st, tensor.obj), display, node, written))
+                                       self.storage_of(st, tensor), display, node, written))
         if entry.get("saves_result") and not entry.get("saved_outputs") and not inplace \
                 and result is not None and result_requires_grad is Tri.YES:
             records.add(SaveRecord(self.save_key(st, site or id(node), "result"),
@@ -432,6 +450,7 @@ class SavedTensors(Room):
                                      SavedTensorMutated(mutation, node, how))
 
 
+ONE_OF_MANY = "*one of many"  # a saved storage read through ``TensorRef.many``
 SET_APART_BUDGET = 64  # saves set apart per file (``add_saves``)
 INDEX = OpName.of("operator", "index")  # what ``a[i]`` calls
 AGAIN = "*again"  # marks the key of a freed save made again (``SavedTensors.save_key``)

@@ -197,7 +197,7 @@ class Tensors(Room):
     def saves_of(self, st: State, value: Value) -> SaveSet:
         """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
         if isinstance(value, TensorRef):
-            return self.facts(st, value).saves
+            return self.saved.graph_through(value, self.facts(st, value).saves)
         if isinstance(value, Seq):
             saves = SaveSet.union(*(self.saves_of(st, item) for item in value.items))
             return self.saved.with_earlier(st, saves) if _repeats_a_site(value) else saves
@@ -241,7 +241,7 @@ class Tensors(Room):
         # a view of an output of unbind/split/chunk is one too (torch propagates how the
         # base was made), named by that op
         inherited = base_facts.multi_view and not multi_view
-        return self.new_tensor(st, node if multi_view else id(node), TensorFacts(
+        view = self.new_tensor(st, node if multi_view else id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, base=base.obj,
             created_with_grad=st.grad,
             producer=base_facts.producer if inherited else producer.display(),
@@ -249,6 +249,7 @@ class Tensors(Room):
             function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
             assumed_grad=base_facts.assumed_grad))
+        return view.one_of_many() if base.many else view  # a view of one of many tensors
 
     def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
                  producer: OpName, sizes: tuple = ()) -> Optional[TensorRef]:
