@@ -11,5 +11,6 @@ PYTHON="${PYTHON:-python}"
 "$PYTHON" tools/probe_opinfo.py --write
 "$PYTHON" tools/probe_moduleinfo.py --write
 "$PYTHON" tools/probe_rsample.py --write
+"$PYTHON" tools/probe_layouts.py --write
 "$PYTHON" tools/gen_signatures.py --write  # reads the tables above
 "$PYTHON" tools/gen_nondifferentiable.py --write

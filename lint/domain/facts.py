@@ -274,6 +274,10 @@ class TensorFacts:
     # Laid out contiguously (``reshape`` and ``contiguous`` then alias it): a factory's
     # output, and a pointwise op's or a shape view's of contiguous tensors.
     contiguous: Tri = Tri.MAYBE
+    # Its dtype (``"float32"``) and device (``"cpu"``), where known (``engine/kinds.py``);
+    # None: not known.
+    dtype: Optional[str] = None
+    device: Optional[str] = None
     # Requires grad only by the assumption that a module's ``forward`` receives activations
     # that do: an argument of ``forward``, or computed from such only. Whether it is a leaf
     # is then unknown in fact (raw input data is a leaf that requires no grad).
@@ -299,6 +303,8 @@ class TensorFacts:
             rewrapped=self.rewrapped if self.rewrapped == other.rewrapped else None,
             dropped_terms=self.dropped_terms & other.dropped_terms,
             contiguous=self.contiguous.join(other.contiguous),
+            dtype=self.dtype if self.dtype == other.dtype else None,
+            device=self.device if self.device == other.device else None,
             assumed_grad=self.assumed_grad or other.assumed_grad,
         )
 

@@ -83,6 +83,13 @@ class TensorRef(Value):
 
 
 @dataclass(frozen=True)
+class TorchDevice(Value):
+    """``torch.device("cpu")``: a device the code names with a constant."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class ModuleObj(Value):
     """An instance of a torch.nn layer class (``nn.Linear(3, 4)``, ``nn.ReLU(inplace=True)``)."""
 

@@ -299,6 +299,20 @@ class Callees(Room):
                 return True
         return False
 
+    def split_arguments(self, node: cst.Call, args: list) -> tuple[list, dict]:
+        """A call's argument values as written: the positional ones in order, and the
+        keyword ones by name (None for a call with ``*args`` or ``**kwargs``: not
+        known)."""
+        positional, keywords = [], {}
+        for arg, value in zip(node.args, args):
+            if arg.star:
+                return [UNKNOWN], {"*": UNKNOWN}
+            if arg.keyword is None:
+                positional.append(value)
+            else:
+                keywords[arg.keyword.value] = value
+        return positional, keywords
+
     def argument(self, node: cst.Call, args: list, name: str,
                  position: Optional[int] = None) -> Optional[Value]:
         """The value passed as ``name=`` (also by ``**params`` of a dict whose keys are

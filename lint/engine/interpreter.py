@@ -39,6 +39,7 @@ from gradguard.engine.expressions import Expressions
 from gradguard.engine.functions import CustomFunctions
 from gradguard.engine.imports import Imports
 from gradguard.engine.inplace import InplaceWrites
+from gradguard.engine.kinds import TensorKinds
 from gradguard.engine.modules import Modules
 from gradguard.engine.saved import SavedTensors
 from gradguard.engine.statements import Statements
@@ -138,6 +139,7 @@ class Interpreter:
         self.callees = Callees(self, **shared)  # what a call calls, decided
         self.builtins = BuiltinCalls(self, **shared)  # len, range, zip, enumerate, ...
         self.tensors = Tensors(self, **shared)
+        self.kinds = TensorKinds(self, **shared)  # dtype, device, layout; conversions
         self.tensor_methods = TensorMethods(self, **shared)  # x.detach(), x.grad, ...
         self.inplace = InplaceWrites(self, **shared)  # in-place writes into tensors
         self.torch = TorchCalls(self, **shared)

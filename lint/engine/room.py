@@ -50,6 +50,7 @@ class Room:
     callees = _other_room("callees")
     builtins = _other_room("builtins")
     tensors = _other_room("tensors")
+    kinds = _other_room("kinds")
     tensor_methods = _other_room("tensor_methods")
     inplace = _other_room("inplace")
     torch = _other_room("torch")

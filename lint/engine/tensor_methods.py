@@ -20,6 +20,7 @@ from gradguard.engine.common import (
     spelled_out,
     tri_of,
 )
+from gradguard.engine.constants import integer
 from gradguard.engine.inplace import inplace_chain_head
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape
@@ -127,8 +128,10 @@ class TensorMethods(Room):
             return Const(None)
         if name == "detach":
             return self.detach_alias(st, node, tensor)
-        if name in self.knowledge.view_methods:
-            return self.tensors.view_of(st, node, tensor, op)
+        if name in self.knowledge.view_methods:  # ``x.view(torch.int32)`` reinterprets
+            return self.tensors.view_of(st, node, tensor, op, same_dtype=name != "view" or all(
+                integer(arg) is not None or arg is NUMBER or isinstance(arg, (Seq, Shape))
+                for arg in args))
         if name in self.knowledge.multi_view_methods:
             return self.tensors.multi_views(st, node, tensor, op)
         if name in NUMBER_METHODS:
@@ -137,11 +140,15 @@ class TensorMethods(Room):
         if name in self.knowledge.non_tensor_methods and not converts \
                 or name in ("backward", "register_hook", "retain_grad", "tolist", "numpy"):
             return UNKNOWN
-        if name in self.knowledge.maybe_view_methods:
+        if name in self.knowledge.maybe_view_methods or name == "type_as":
             sizes = args[0].items if len(args) == 1 and isinstance(args[0], Seq) else tuple(args)
             view = self.tensors.reshaped(st, node, tensor, op, sizes)
             if view is not None:
                 return view
+            positional, keywords = self.callees.split_arguments(node, args)
+            converted = self.kinds.converted(st, node, tensor, name, positional, keywords)
+            if converted is not None:
+                return converted
             # ``w.float()`` is ``w`` itself when already float: leaf-ness is unknown.
             if name in self.knowledge.non_differentiable:  # ``.long()``: an integer tensor
                 return self.tensors.op_result(st, node, [tensor], op)
@@ -156,7 +163,7 @@ class TensorMethods(Room):
                 requires_grad=requires_grad, producer=name,
                 why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
-            return self.torch.factory(st, node, args, f"`{name}`")
+            return self.torch.factory(st, node, args, f"`{name}`", name=name, like=tensor)
         if returns_values_and_indices(name, self.callees.argument(node, args, "dim", 0)):
             return self.tensors.values_and_indices(st, node, op, [tensor, *args])
         if name in self.knowledge.torch_functions or name == "clone":

@@ -31,7 +31,6 @@ from gradguard.domain.values import (
     Seq,
     TensorRef,
     Value,
-    is_number,
 )
 from gradguard.engine.common import dotted
 from gradguard.engine.constants import integer
@@ -129,8 +128,8 @@ class Tensors(Room):
         result = self.new_tensor(st, site or id(node), TensorFacts(
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
-            dropped_terms=dropped, contiguous=self._pointwise_layout(st, producer, inputs),
-            assumed_grad=assumed and not known, rewrapped=rewrapped))
+            dropped_terms=dropped, assumed_grad=assumed and not known, rewrapped=rewrapped,
+            **self.kinds.of_result(st, producer, inputs)))
         if requires_grad is Tri.NO:
             return result
         if operands is not None:
@@ -182,18 +181,6 @@ class Tensors(Room):
         """``t.t_()``, ``t.data = u``: the tensor's layout is no longer known."""
         st.heap[tensor.obj] = self.facts(st, tensor).evolve(contiguous=Tri.MAYBE)
 
-    def _pointwise_layout(self, st: State, producer: OpName, inputs: Iterable[Value]) -> Tri:
-        """A pointwise op of contiguous tensors (and numbers) gives a contiguous tensor."""
-        if producer.key() not in self.knowledge.pointwise_ops:
-            return Tri.MAYBE
-        for value in inputs:
-            if isinstance(value, TensorRef):
-                if self.facts(st, value).contiguous is not Tri.YES:
-                    return Tri.MAYBE
-            elif not (is_number(value) or isinstance(value, Const)):
-                return Tri.MAYBE
-        return Tri.YES
-
     def saves_of(self, st: State, value: Value) -> SaveSet:
         """The saves the graphs of ``value`` hold (a tensor, or a list of tensors)."""
         if isinstance(value, TensorRef):
@@ -234,7 +221,10 @@ class Tensors(Room):
         self.saved.save_in_graph(st, output.obj, record)
 
     def view_of(self, st: State, node: Hashable, base: TensorRef, producer: OpName,
-                multi_view: bool = False) -> TensorRef:
+                multi_view: bool = False, same_dtype: bool = True) -> TensorRef:
+        """A view of ``base`` made by ``producer`` (at ``node``): its storage and version
+        counter, its dtype (unless ``same_dtype`` is false: ``x.view(torch.int32)``) and
+        device."""
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
         keeps_layout = producer.key() in SHAPE_VIEWS
@@ -248,6 +238,7 @@ class Tensors(Room):
             saves=base_facts.saves, multi_view=multi_view or base_facts.multi_view,
             function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
+            dtype=base_facts.dtype if same_dtype else None, device=base_facts.device,
             assumed_grad=base_facts.assumed_grad))
         return view.one_of_many() if base.many else view  # a view of one of many tensors
 

@@ -3,6 +3,8 @@ contexts, ``torch.distributions`` objects' methods."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from gradguard.domain.events import LegacyVariable, OutArgument, Prose, SaveRecord
@@ -22,9 +24,11 @@ from gradguard.domain.values import (
     ParamGroup,
     Seq,
     TensorRef,
+    TorchDevice,
     Value,
 )
 from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
+from gradguard.engine.kinds import device_named
 from gradguard.engine.room import Room
 from gradguard.engine.tensors import returns_values_and_indices
 from gradguard.knowledge import OpName
@@ -35,9 +39,11 @@ class TorchCalls(Room):
     contexts, ``torch.distributions`` objects' methods."""
 
     def factory(self, st: State, node: cst.Call, args: list, how: str,
-                contiguous: Tri = Tri.YES, copies_data: bool = False) -> TensorRef:
-        """A new leaf tensor (``torch.zeros``...); ``copies_data``: ``torch.tensor(data)``,
-        which copies the values of ``data``, never its graph."""
+                contiguous: Tri = Tri.YES, copies_data: bool = False,
+                name: str = "", like: Optional[TensorRef] = None) -> TensorRef:
+        """A new leaf tensor (``torch.zeros``...: ``torch.<name>``, its dtype and device
+        the ``kinds`` room's); ``copies_data``: ``torch.tensor(data)``, which copies the
+        values of ``data``, never its graph."""
         flag = self.callees.argument(node, args, "requires_grad")
         if self.callees.argument(node, args, "memory_format") is not None:
             contiguous = Tri.MAYBE  # torch.zeros(..., memory_format=torch.channels_last)
@@ -59,7 +65,10 @@ class TorchCalls(Room):
             else Origin(node, f"a copy by {how} of tensors that require grad, with no graph")
             if copied else Origin(node, f"created by {how} without `requires_grad=True`"),
             rewrapped=rewrapped, contiguous=contiguous,
-            dropped_terms=frozenset({Cut(node, "copy")}) if copied else frozenset()))
+            dropped_terms=frozenset({Cut(node, "copy")}) if copied else frozenset(),
+            **self.kinds.of_factory(st, name, self.callees.argument(node, args, "dtype"),
+                                    self.callees.argument(node, args, "device"),
+                                    args[0] if args else None, like)))
 
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
@@ -76,11 +85,12 @@ class TorchCalls(Room):
             flag = self.callees.argument(node, args, "requires_grad", position=1)
             requires_grad = Tri.YES if flag is None else tri_of(flag)
             # a new leaf over the same data: the layout is its argument's
-            layout = self.tensors.facts(st, arg0).contiguous if isinstance(arg0, TensorRef) \
-                else Tri.MAYBE
+            data = self.tensors.facts(st, arg0) if isinstance(arg0, TensorRef) \
+                else TensorFacts()
             return self.tensors.new_tensor(st, id(node), TensorFacts(
                 requires_grad=requires_grad, is_leaf=Tri.YES,
-                grad_origin=Origin(node, "`nn.Parameter`", parameter=True), contiguous=layout))
+                grad_origin=Origin(node, "`nn.Parameter`", parameter=True),
+                contiguous=data.contiguous, dtype=data.dtype, device=data.device))
         if namespace == "torch.nn.functional":
             return self._functional(st, node, OpName.of(namespace, name), args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):
@@ -117,17 +127,31 @@ class TorchCalls(Room):
             return self.modules.build_module(node, name, args)
         return UNKNOWN
 
-    def _as_tensor(self, st: State, node: cst.Call, args: list, arg0: Value) -> Value:
-        """``torch.as_tensor(data)``: a tensor given with no ``dtype``/``device`` to
-        convert to is returned itself; a list or tuple is copied into a new tensor, as
-        ``torch.tensor`` does (its items' graphs are not: GG310)."""
+    def _as_tensor(self, st: State, node: cst.Call, op: OpName, args: list,
+                   arg0: Value) -> Value:
+        """``torch.as_tensor(data)``, ``torch.asarray(data)``: a tensor given no
+        ``dtype``/``device`` it is not already (``kinds.converts_to``) is returned itself
+        (``layouts.json``'s verdict), one it is not is copied (a tensor computed from
+        it); a list or tuple is copied into a new tensor, as ``torch.tensor`` does (its
+        items' graphs are not: GG310)."""
         if isinstance(arg0, TensorRef):
-            converts = any(self.callees.argument(node, args, name, position)
-                           not in (None, Const(None))
-                           for name, position in (("dtype", 1), ("device", 2)))
-            return UNKNOWN if converts else arg0
+            copy = self.callees.argument(node, args, "copy")
+            dtype = self.callees.argument(node, args, "dtype", 1 if op.name == "as_tensor"
+                                          else None)
+            device = self.callees.argument(node, args, "device", 2 if op.name == "as_tensor"
+                                           else None)
+            converts = True if copy == Const(True) else None if copy not in (
+                None, Const(None), Const(False)) else self.kinds.converts_to(
+                    st, arg0, dtype, device)
+            verdicts = self.knowledge.conversions.get(op.key(), {})
+            if converts is False and verdicts.get("same dtype") == "self":
+                return arg0
+            if converts and verdicts.get("other dtype") == "copy":
+                return self.tensors.op_result(st, node, [arg0], op)
+            return UNKNOWN
         if isinstance(arg0, Seq):
-            return self.factory(st, node, args, "`torch.as_tensor`", copies_data=True)
+            return self.factory(st, node, args, f"`{op.display()}`", copies_data=True,
+                                name=op.name)
         return UNKNOWN
 
     def optimizer(self, params: Value) -> Value:
@@ -159,8 +183,6 @@ class TorchCalls(Room):
     def _torch_function(self, st, node, op: OpName, args, arg0) -> Value:
         name = op.name
         self._out_argument(st, node, op, args)
-        if name == "as_tensor" and isinstance(arg0, TensorRef) and len(node.args) == 1:
-            return arg0  # a tensor with no dtype or device to convert to: itself
         if name == "Variable":
             volatile = self.callees.argument(node, args, "volatile") is not None
             self.engine.dispatch("legacy_variable", LegacyVariable(
@@ -169,15 +191,17 @@ class TorchCalls(Room):
                 # a new tensor sharing arg0's storage and version counter, cut from its graph
                 return self.tensor_methods.detached(st, node, arg0, "`Variable(...)`") \
                     if isinstance(arg0, TensorRef) else UNKNOWN
-        if name == "as_tensor":
-            return self._as_tensor(st, node, args, arg0)
+        if name in ("as_tensor", "asarray"):
+            return self._as_tensor(st, node, op, args, arg0)
+        if name == "device" and len(args) == 1 and device_named(arg0) is not None:
+            return TorchDevice(device_named(arg0))
         if name in self.knowledge.factories or name == "Variable":
             # a *_like factory keeps its input's layout, empty_strided makes the one it is
             # given, Variable(t, requires_grad=...) wraps t
             layout_unknown = name.endswith("_like") or name in ("empty_strided", "Variable")
             return self.factory(st, node, args, f"`torch.{name}`",
                                 Tri.MAYBE if layout_unknown else Tri.YES,
-                                copies_data=name == "tensor")
+                                copies_data=name == "tensor", name=name)
         if name in self.knowledge.legacy_tensor_types:
             return self.tensors.new_tensor(st, id(node),
                                            TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES))

@@ -17,6 +17,8 @@ aliases.json              gen_aliases.py                     op key -> the op ke
 signatures.json           gen_signatures.py                  ``params``: op key
 non_differentiable.json   gen_nondifferentiable.py           ``ops``: op keys
 rsample_saves.json        probe_rsample.py --write           distribution class name
+layouts.json              probe_layouts.py --write           ``results``: op key;
+                                                             ``conversions``: op, input kind
 ========================  =================================  ===============================
 
 An op key is an ``OpName``'s ``key()``: the op's name for ``torch.X``, ``Tensor.X`` and the
@@ -137,6 +139,19 @@ class TorchAPI:
         """Ops every overload of which is pointwise (``exp``, ``mul``, ``relu``): their
         output of contiguous inputs is contiguous."""
         return self._set("pointwise_ops")
+
+    @cached_property
+    def result_layouts(self) -> dict:
+        """Op key -> what its result is, by torch's samples (``layouts.json``):
+        ``"dtype": "same"`` (its floating inputs' dtype), ``"contiguous"``: ``"always"``
+        or ``"if_inputs"`` (for contiguous inputs)."""
+        return self.data.get("result_layouts", {})
+
+    @cached_property
+    def conversions(self) -> dict:
+        """Op -> input kind -> ``"self"``, ``"view"`` or ``"copy"``: what the ops that may
+        hand back their input return for an input of each kind (``layouts.json``)."""
+        return self.data.get("conversions", {})
 
     @cached_property
     def multi_view_methods(self) -> frozenset:
@@ -280,6 +295,9 @@ def load() -> TorchAPI:
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
     data["rsample_saves"] = _read("rsample_saves.json").get("saves_result", {})
+    layouts = _read("layouts.json")
+    data["result_layouts"] = layouts.get("results", {})
+    data["conversions"] = layouts.get("conversions", {})
     # a pointwise op's functional form is pointwise too (``F.relu``), under its own key
     pointwise = data.get("pointwise_ops", [])
     data["pointwise_ops"] = pointwise + [
