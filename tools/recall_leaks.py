@@ -58,8 +58,9 @@ from gradguard.rules import ALL_RULES, SAVED_WRITE_CLAIMANTS
 REASONS: dict[str, str] = {
     "declined": "a backward (or a return) told the rules; none reported it (the rule's "
                 "reason in the detail)",
-    "join_not_live": "a backward ran while it was pending, but a join had dropped its save "
-                     "from a graph (SaveSet.common keeps saves live on both paths only)",
+    "join_not_live": "a backward ran while it was pending, and a join had dropped its save "
+                     "from some tensor's graph (SaveSet.common keeps the saves both paths "
+                     "hold); not known to be the backward's: an upper bound",
     "superseded": "saved again after a retained backward went through it: its pending "
                   "writes dropped (SavedTensors.add_saves)",
     "set_apart_budget": "saved again while written, past the file's SET_APART_BUDGET: "
