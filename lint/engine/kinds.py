@@ -29,7 +29,16 @@ import libcst as cst
 
 from gradguard.domain.facts import TensorFacts, Tri
 from gradguard.domain.state import State
-from gradguard.domain.values import Const, Ref, Seq, TensorRef, TorchDevice, Value, is_number
+from gradguard.domain.values import (
+    UNKNOWN,
+    Const,
+    Ref,
+    Seq,
+    TensorRef,
+    TorchDevice,
+    Value,
+    is_number,
+)
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName
 
@@ -130,7 +139,9 @@ class TensorKinds(Room):
             return {}
         kind = {}
         layout = (entry or {}).get("contiguous", "if_inputs" if pointwise else None)
-        if layout == "always" and not (producer.namespace == "nn" and self.guards.memory_format):
+        if producer.namespace == "nn" and self.guards.memory_format:
+            layout = None  # its weights' layout, which the file may have changed, decides
+        if layout == "always":
             kind["contiguous"] = Tri.YES
         elif layout is not None and others_known \
                 and all(facts.contiguous is Tri.YES for facts in tensors):
@@ -144,6 +155,16 @@ class TensorKinds(Room):
         if device is not None:
             kind["device"] = device
         return kind
+
+    def attribute(self, st: State, tensor: TensorRef, name: str) -> Value:
+        """``x.dtype`` (as ``torch.float32`` names it) or ``x.device`` (a ``TorchDevice``),
+        where known; else unknown."""
+        facts = self.tensors.facts(st, tensor)
+        if name == "dtype" and facts.dtype is not None:
+            return Ref(f"torch.{facts.dtype}")
+        if name == "device" and facts.device is not None:
+            return TorchDevice(facts.device)
+        return UNKNOWN
 
     # ------------------------------------------------------------------ conversions
 
@@ -161,13 +182,19 @@ class TensorKinds(Room):
         if verdict == "view":
             return self.tensors.view_of(st, node, tensor, OpName.of("Tensor", name))
         if verdict == "copy":
-            return self.tensors.op_result(st, node, [tensor], OpName.of("Tensor", name))
+            copy = self.tensors.op_result(st, node, [tensor], OpName.of("Tensor", name))
+            facts = self.tensors.facts(st, copy)
+            st.heap[copy.obj] = facts.evolve(
+                dtype=_asked_dtype(name, arguments, keywords) or facts.dtype)
+            return copy
         return None
 
     def _conversion_kind(self, st: State, tensor: TensorRef, name: str, arguments: list,
                          keywords: dict) -> Optional[str]:
         """The input kind (``layouts.json``'s ``conversions``) of this call, or None."""
         facts = self.tensors.facts(st, tensor)
+        if name == "contiguous" and (arguments or keywords):
+            return None  # ``contiguous(memory_format=...)`` may lay it out anew
         if name in ("reshape", "reshape_as", "flatten", "ravel", "contiguous"):
             return {Tri.YES: "contiguous"}.get(facts.contiguous)
         if name in CONVERSION_METHODS:
@@ -235,6 +262,18 @@ class TensorKinds(Room):
         if None in verdicts:
             return None
         return any(verdict.startswith("other") for verdict in verdicts)
+
+
+def _asked_dtype(name: str, arguments: list, keywords: dict) -> Optional[str]:
+    """The dtype a conversion call asks for (``x.half()``, ``x.to(torch.float64)``,
+    ``x.type(torch.float64)``), where it names one."""
+    if name in CONVERSION_METHODS:
+        return CONVERSION_METHODS[name]
+    if name in ("to", "type"):
+        for value in [*arguments, keywords.get("dtype")]:
+            if value is not None and dtype_named(value) is not None:
+                return dtype_named(value)
+    return None
 
 
 def dtype_named(value: Value) -> Optional[str]:

@@ -54,6 +54,8 @@ class TensorMethods(Room):
             if obj not in st.heap:
                 st.heap[obj] = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)
             return TensorRef(obj)
+        if attr in ("dtype", "device"):  # ``y.to(x.dtype)``, ``y.to(x.device)``
+            return self.kinds.attribute(st, base, attr)
         if attr in ("ndim",):
             return NUMBER
         if attr == "shape":
@@ -142,7 +144,9 @@ class TensorMethods(Room):
             return UNKNOWN
         if name in self.knowledge.maybe_view_methods or name == "type_as":
             sizes = args[0].items if len(args) == 1 and isinstance(args[0], Seq) else tuple(args)
-            view = self.tensors.reshaped(st, node, tensor, op, sizes)
+            # ``contiguous(memory_format=...)`` may lay the tensor out anew
+            view = self.tensors.reshaped(st, node, tensor, op, sizes) \
+                if name != "contiguous" or not args else None
             if view is not None:
                 return view
             positional, keywords = self.callees.split_arguments(node, args)
