@@ -383,11 +383,20 @@ CASES = {
     "a loop that may not run leaves the state before it too": ("""
         import sys
         import torch
+        w = torch.ones(2)
         for step in range(len(sys.argv) - 1):
             w = torch.ones(2, requires_grad=True)
             break
         w.add_(1)
         """, set()),
+    "a name a loop that may not run binds is bound where it is read": ("""
+        import sys
+        import torch
+        for step in range(len(sys.argv) - 1):
+            w = torch.ones(2, requires_grad=True)
+            break
+        w.add_(1)
+        """, {(6, "GG101")}),
     "try: the handler may run after any statement": ("""
         import torch
         w = torch.ones(2, requires_grad=True)

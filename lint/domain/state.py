@@ -228,12 +228,21 @@ def freed_on_both(first: frozenset, second: frozenset) -> frozenset:
 
 
 def join_envs(a: dict, b: dict) -> dict:
-    """A name bound on one path only is not known after the join."""
+    """An attribute path bound on one path only is not known after the join (the other
+    path may read it from its object). A name bound on one path only keeps its value:
+    on the other it is unbound, and a read of it raises there (``NameError``,
+    ``UnboundLocalError``), so every read that the program survives reads that value
+    (``out`` after ``for batch in loader: out = model(batch)``)."""
     joined = {}
     for key, value in a.items():
         other = b.get(key)
         if other is not None:  # copies of a state share the values they did not rebind
             joined[key] = value if value is other else join_values(value, other)
+        elif "." not in key:
+            joined[key] = value
+    for key, value in b.items():
+        if "." not in key and key not in a:
+            joined[key] = value
     return joined
 
 

@@ -182,10 +182,12 @@ class TensorKinds(Room):
         if verdict == "view":
             return self.tensors.view_of(st, node, tensor, OpName.of("Tensor", name))
         if verdict == "copy":
+            asked = _asked_dtype(name, arguments, keywords)
+            if asked is not None and asked not in FLOATING:
+                return None  # an integer copy, which requires no grad: the caller's
             copy = self.tensors.op_result(st, node, [tensor], OpName.of("Tensor", name))
             facts = self.tensors.facts(st, copy)
-            st.heap[copy.obj] = facts.evolve(
-                dtype=_asked_dtype(name, arguments, keywords) or facts.dtype)
+            st.heap[copy.obj] = facts.evolve(dtype=asked or facts.dtype)
             return copy
         return None
 
