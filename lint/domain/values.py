@@ -303,6 +303,61 @@ class IterableOf(Value):
     element: Value
 
 
+OLDER = "*older"  # the summary of a site's older tensors (``Tensors._hold_apart``)
+
+
+def older_of(obj: Hashable) -> tuple:
+    """The object that stands for the older tensors of the site ``obj`` is now."""
+    return (OLDER, obj)
+
+
+def held_apart(value: Value, obj: Hashable, older: "TensorRef", counts: list,
+               depth: int = 0, in_list: bool = False) -> Value:
+    """``value`` with every tensor of ``obj`` that a list or a dict holds (wherever that
+    list is: a name's, an object's attribute) read as ``older``; a tensor a name or an
+    attribute holds itself is left as it is. ``counts`` gets 1 in its first place for
+    each tensor replaced, in its second for each ``older`` already held. A ``value``
+    that holds neither is returned itself."""
+    if depth > MAX_HELD_DEPTH:
+        return value
+    if isinstance(value, TensorRef):
+        if not in_list:
+            return value
+        if value.obj == older.obj:
+            counts[1] += 1
+        if value.obj != obj:
+            return value
+        counts[0] += 1
+        return older
+    if isinstance(value, Seq) and not isinstance(value, (LayerItems, NamedPair, Chained)):
+        items = tuple(held_apart(item, obj, older, counts, depth + 1, True)
+                      for item in value.items)
+        if all(new is old for new, old in zip(items, value.items)):
+            return value
+        growth = value.growth
+        if growth is not None:
+            growth = tuple(tuple(held_apart(item, obj, older, [0, 0], depth + 1, True)
+                                 for item in part) for part in growth)
+        return Seq(items, growth)
+    if isinstance(value, IterableOf):
+        element = held_apart(value.element, obj, older, counts, depth + 1, True)
+        return value if element is value.element else IterableOf(element)
+    if isinstance(value, KeyedItems):
+        items = tuple((key, held_apart(item, obj, older, counts, depth + 1, True))
+                      for key, item in value.items)
+        changed = any(new is not old for (_, new), (_, old) in zip(items, value.items))
+        return replace(value, items=items) if changed else value
+    if isinstance(value, Instance) and value.attrs:
+        attrs = tuple((name, held_apart(item, obj, older, counts, depth + 1))
+                      for name, item in value.attrs)
+        changed = any(new is not old for (_, new), (_, old) in zip(attrs, value.attrs))
+        return replace(value, attrs=attrs) if changed else value
+    return value
+
+
+MAX_HELD_DEPTH = 4  # containers inside containers searched for older tensors
+
+
 # A list (or tuple) and a dict whose items are known: code out of view may change them in
 # place (``with_items_unknown``).
 SHARED_CONTAINERS = (Seq, IterableOf, KeyedItems)
@@ -400,8 +455,12 @@ class ModuleRef(Value):
 def join_values(a: Value, b: Value) -> Value:
     if a == b:
         return a
-    if isinstance(a, TensorRef) and isinstance(b, TensorRef) and a.obj == b.obj:
-        return a.one_of_many()  # the most recent tensor on one path, any on the other
+    if isinstance(a, TensorRef) and isinstance(b, TensorRef):
+        if a.obj == b.obj:
+            return a.one_of_many()  # the most recent tensor on one path, any on the other
+        if a.obj == older_of(b.obj) or b.obj == older_of(a.obj):
+            # a site's tensor on one path, its older ones on the other (a loop's passes)
+            return (a if a.obj == older_of(b.obj) else b).one_of_many()
     repeated = _join_growth(a, b) or _join_growth(b, a)
     if repeated is not None:
         return repeated

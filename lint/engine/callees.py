@@ -24,6 +24,7 @@ from gradguard.domain.values import (
     Instance,
     IterableOf,
     KeyedItems,
+    LayerItems,
     ModuleObj,
     Optimizer,
     ParamsOf,
@@ -33,7 +34,14 @@ from gradguard.domain.values import (
     Value,
     join_values,
 )
-from gradguard.engine.common import change_throughout, dotted, forget_objects, source_text, tri_of
+from gradguard.engine.common import (
+    change_throughout,
+    dotted,
+    forget_objects,
+    rebind_instance,
+    source_text,
+    tri_of,
+)
 from gradguard.engine.containers import (
     CONTAINER_GROWERS,
     CONTAINER_VIEWS,
@@ -79,9 +87,22 @@ class Callees(Room):
             receiver = st.lookup(path) if path is not None else None
             if receiver is None:
                 owner = self.expressions.evaluate(func.value, st)
+                if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_CHANGERS \
+                        and path is not None and not isinstance(owner, LayerItems):
+                    # ``outs.clear()`` empties it; ``pop``, ``remove``, ``sort``... leave
+                    # items not known (the older ones' graphs are gone, or some of them)
+                    for arg in node.args:
+                        self.expressions.evaluate(arg.value, st)
+                    self._store_list(st, dotted(func.value), Seq(())
+                                     if func.attr.value == "clear" else IterableOf(UNKNOWN))
+                    return UNKNOWN
                 if isinstance(owner, (Seq, IterableOf)) and func.attr.value in LIST_GROWERS \
                         and path is not None:
                     args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    # the list as the arguments left it (one may have made its tensor
+                    # an older one: ``Tensors._hold_apart``)
+                    now = st.lookup(dotted(func.value))
+                    owner = now if isinstance(now, (Seq, IterableOf)) else owner
                     return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
@@ -140,7 +161,7 @@ class Callees(Room):
         if isinstance(current, Seq) and method in ("append", "extend"):
             more = (added,) if method == "append" else _spread_value(added)
             if more is not None:  # the list's items stay known, in order
-                st.env[path] = current.appended(more)
+                self._store_list(st, path, current.appended(more))
                 return Const(None)
         if method == "extend":
             added = self.expressions.element_of(st, added, None)
@@ -148,8 +169,22 @@ class Callees(Room):
         element = added
         for item in elements:
             element = join_values(element, item)
-        st.env[path] = IterableOf(element)
+        self._store_list(st, path, IterableOf(element))
         return Const(None)
+
+    def _store_list(self, st: State, path: str, grown: Value) -> None:
+        """The list at ``path`` is ``grown`` now; a list an object of the file's classes
+        holds (``self.log_probs``) is held by the object, whatever name reaches it, as an
+        assignment ``self.log_probs = grown`` would leave it (a method that grows it
+        hands it back to its caller: ``calls.objects_back``)."""
+        owner_path, _, attr = path.rpartition(".")
+        owner = st.lookup(owner_path) if owner_path else None
+        if isinstance(owner, Instance):
+            updated = owner.with_attributes({attr: grown})
+            st.env[path] = updated.attribute(attr)
+            rebind_instance(st, updated)
+        else:
+            st.env[path] = grown
 
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
         if isinstance(callee, Imported):  # an import is analysed when the code calls it
@@ -346,6 +381,8 @@ def _is_super_call(func: cst.BaseExpression) -> bool:
 
 
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
+# list methods that change which items it holds, besides growing it
+LIST_CHANGERS = frozenset({"clear", "pop", "remove", "sort", "reverse"})
 
 
 # Callables the engine does not follow that only read what they receive.

@@ -282,7 +282,9 @@ class UserCalls(Room):
             _, end = self._run(st, init, bindings, init.grad_mode, call)
         if end is None:
             return instance
-        attrs = self_attributes(init.node, end, info.unstable)
+        # this object, made here, holds what its ``__init__`` left, also what other
+        # methods rebind: a method call not followed forgets those (``forget_objects``)
+        attrs = self_attributes(init.node, end, frozenset())
         if info.is_module:  # nn.Module.__init__ puts it in training mode
             attrs.setdefault("training", Const(True))
         container = self.file.containers.get(instance.obj)

@@ -376,6 +376,9 @@ class Expressions(Room):
             items = iterated(iterable)
             iterable = Seq(items) if items is not None else UNKNOWN
         if isinstance(iterable, Seq) and iterable.items:
+            each = self.tensors.each_of(st, iterable.items)
+            if each is not None:
+                return each
             element = iterable.items[0]
             for item in iterable.items[1:]:
                 element = join_values(element, item)

@@ -26,11 +26,15 @@ from gradguard.domain.values import (
     Const,
     FunctionVal,
     GradMode,
+    Instance,
     IterableOf,
+    KeyedItems,
     NamedPair,
     Seq,
     TensorRef,
     Value,
+    held_apart,
+    older_of,
 )
 from gradguard.engine.common import dotted
 from gradguard.engine.constants import integer
@@ -54,9 +58,57 @@ class Tensors(Room):
         (an unrolled iteration). A site that made a tensor before makes a new one: what
         graphs saved of the old one no write to the new one can change."""
         obj = self.contextual(site)
-        if st.saves and obj in st.heap:
-            self.saved.retire_storage(st, obj)
+        if obj in st.heap:
+            if st.saves:
+                self.saved.retire_storage(st, obj)
+            self._hold_apart(st, obj)
         return obj
+
+    def each_of(self, st: State, items: tuple) -> Optional[TensorRef]:
+        """What iterating over a list of tensors of several objects binds, each in turn
+        (``for lp in log_probs``: the older ones' summary and the most recent): one
+        tensor of many whose facts are what they all share, and whose graph is every
+        one's (every pass of the loop reads one of them: what it computes of each, a
+        backward through them all needs). None unless every item is a tensor and they
+        are not all one object."""
+        if not all(isinstance(item, TensorRef) for item in items):
+            return None
+        objects = tuple(dict.fromkeys(item.obj for item in items))
+        if len(objects) < 2 or len(objects) > MAX_EACH or not all(
+                obj in st.heap for obj in objects):
+            return None
+        facts = [st.heap[obj] for obj in objects]
+        joined = facts[0]
+        for other in facts[1:]:
+            joined = joined.join(other)
+        each = (EACH, objects)
+        st.heap[each] = joined.evolve(saves=SaveSet.union(*(f.saves for f in facts)))
+        return TensorRef(each, True)
+
+    def _hold_apart(self, st: State, obj: Hashable) -> None:
+        """Recency (docs/design.md): the tensor ``obj`` stood for until now is an older
+        one once its site makes a new one. The lists and dicts that hold it (outputs kept
+        across a loop's passes, ``self.log_probs`` grown by each call) now hold the
+        summary of the site's older tensors, ``older_of(obj)``, which keeps the graph
+        they had (the union of every older one's, each its own: a backward through the
+        list needs them all), and is one tensor of many (``TensorRef.many``). The new
+        tensor starts with facts of its own."""
+        facts = st.heap[obj]
+        if facts.requires_grad is Tri.NO and not facts.saves:
+            return  # no graph to keep apart
+        older, counts, changed = TensorRef(older_of(obj), True), [0, 0], {}
+        for path, value in st.env.items():
+            if type(value) in HOLDERS:
+                held = held_apart(value, obj, older, counts)
+                if held is not value:
+                    changed[path] = held
+        if not counts[0]:
+            return
+        st.env.update(changed)
+        summary = st.heap.get(older.obj) if counts[1] else None
+        st.heap[older.obj] = facts if summary is None else facts.evolve(
+            saves=summary.saves | facts.saves,
+            requires_grad=facts.requires_grad.join(summary.requires_grad))
 
     def contextual(self, site: Hashable) -> Hashable:
         """The object a site stands for in the current allocation context."""
@@ -314,6 +366,10 @@ def returns_values_and_indices(name: str, dim: Optional[Value]) -> bool:
 
 
 # Copies of a cut-off parameter are deliberate snapshots (an EMA, an anchor), not terms.
+EACH = "*each"  # the tensors of a list, one in each pass of a loop (``Tensors.each_of``)
+MAX_EACH = 8  # objects a list's tensors may be of, for ``each_of``
+# what may hold an older tensor in a list or dict: a name's list, dict, or object
+HOLDERS = (Seq, IterableOf, KeyedItems, Instance)
 SNAPSHOTS = frozenset(OpName.of("Tensor", name) for name in ("clone", "copy", "contiguous"))
 
 

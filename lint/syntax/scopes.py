@@ -408,8 +408,26 @@ def _registered_names(call: cst.BaseExpression, owner: str) -> set:
     return set()
 
 
+def _grown_names(call: cst.BaseExpression, owner: str) -> set:
+    """The attribute whose list ``self.log_probs.append(lp)`` (``extend``, ``insert``)
+    grows or ``self.log_probs.clear()`` (``pop``, ``remove``...) changes, when
+    ``owner`` is ``self``: the object holds another list after it."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in LIST_GROWERS \
+            and isinstance(call.func.value, cst.Attribute) \
+            and isinstance(call.func.value.value, cst.Name) \
+            and call.func.value.value.value == owner:
+        return {call.func.value.attr.value}
+    return set()
+
+
+LIST_GROWERS = frozenset({"append", "extend", "insert", "clear", "pop", "remove", "sort",
+                          "reverse"})
+
+
 def assigned_self_attrs(method: cst.FunctionDef) -> set:
-    """Attributes of the first parameter that a method rebinds (``self.x = ...``)."""
+    """Attributes of the first parameter that a method rebinds (``self.x = ...``), or
+    whose list it grows or changes (``self.xs.append(x)``, ``self.xs.clear()``)."""
     params = list(method.params.params)
     if not params:
         return set()
@@ -430,5 +448,5 @@ def assigned_self_attrs(method: cst.FunctionDef) -> set:
         elif isinstance(node, cst.AnnAssign):
             add(node.target)
         elif isinstance(node, cst.Expr):
-            found |= _registered_names(node.value, owner)
+            found |= _registered_names(node.value, owner) | _grown_names(node.value, owner)
     return found
