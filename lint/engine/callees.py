@@ -224,7 +224,8 @@ class Callees(Room):
             # a class's own ``parameters()`` is its method, followed below (micrograd's
             # MLP yields objects of its own, not tensors)
             return ParamsOf(owner, named=name == "named_parameters")
-        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
+        if name in ("train", "eval") and (isinstance(owner, ModuleObj) or isinstance(
+                owner, Instance) and owner.info.is_module):
             return self._set_training(st, node, owner, name, args)
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
@@ -258,15 +259,18 @@ class Callees(Room):
         value = self.expressions.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
-    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
-                      args: list) -> Instance:
-        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
-        on every module it holds, as torch sets it; a mode not known is unknown."""
+    def _set_training(self, st: State, node: cst.Call, module: Value, name: str,
+                      args: list) -> Value:
+        """``model.train(mode)`` / ``model.eval()`` (``model`` a module of the file or a
+        torch layer): ``training`` is set on the module and on every module it holds, its
+        torch layers too (a dropout not training hands back its input), as torch sets it;
+        a mode not known is unknown (maybe). Returns the module, as torch does."""
         mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
-        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
-            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
+        flag = Tri.YES if mode is None else tri_of(mode)
+        mode = Const(flag is Tri.YES) if flag is not Tri.MAYBE else UNKNOWN
         return change_throughout(st, module, lambda each: {"training": mode}
-                                 if each.info.is_module else {})
+                                 if each.info.is_module else {},
+                                 lambda layer: {"training": flag})
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None,
