@@ -86,6 +86,11 @@ class Callees(Room):
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
                     return dict_view(owner, func.attr.value)
+                if isinstance(owner, KeyedItems) and func.attr.value == "get" \
+                        and 1 <= len(node.args) <= 2 \
+                        and not any(arg.star or arg.keyword for arg in node.args):
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    return _dict_get(owner, args)
                 if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
                         and path is not None:
                     args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
@@ -334,6 +339,16 @@ class Callees(Room):
         if position is not None and position < len(positional):
             return positional[position]
         return None
+
+
+def _dict_get(mapping: KeyedItems, args: list) -> Value:
+    """``acts.get(name, nn.ReLU)`` with ``name`` known: the value under it, else the
+    default (every key of a ``KeyedItems`` is known); unknown for a key not known."""
+    key = args[0]
+    if not isinstance(key, Const) or not isinstance(key.value, str):
+        return UNKNOWN
+    default = args[1] if len(args) > 1 else Const(None)
+    return dict(mapping.items).get(key.value, default)
 
 
 def _is_super_init(func: cst.BaseExpression) -> bool:
