@@ -275,7 +275,7 @@ class Callees(Room):
         mode = Const(flag is Tri.YES) if flag is not Tri.MAYBE else UNKNOWN
         return change_throughout(st, module, lambda each: {"training": mode}
                                  if each.info.is_module else {},
-                                 lambda layer: {"training": flag})
+                                 lambda layer: {"training": flag}, depth=-MODE_DEPTH)
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None,
@@ -365,6 +365,9 @@ def _is_super_call(func: cst.BaseExpression) -> bool:
 
 
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
+# How much deeper than other changes a mode reaches: a model's blocks' containers' layers
+# (``net.block.layers[1]``, a dropout), as ``model.eval()`` reaches every submodule.
+MODE_DEPTH = 4
 
 
 # Callables the engine does not follow that only read what they receive.

@@ -211,15 +211,17 @@ def forget_rebindable(st: State, instance: Instance) -> None:
     change_throughout(st, instance, _rebindable)
 
 
-def change_throughout(st: State, instance: Value, changes, layer_changes=None) -> Value:
+def change_throughout(st: State, instance: Value, changes, layer_changes=None,
+                      depth: int = 0) -> Value:
     """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` (an instance, or
     a container of layers) and on every instance it holds (in its attributes, among the
     layers of its containers), as ``model.eval()`` sets ``training`` on every submodule,
     and ``layer_changes(layer)`` (field name -> value) on every torch layer among them
-    (``instance`` itself too); every name in ``st`` for each holds the new one. Returns the
-    new ``instance``."""
+    (``instance`` itself too); every name in ``st`` for each holds the new one. Objects
+    nested deeper than ``MAX_HOLDING_DEPTH - depth`` are left as they are (a negative
+    ``depth`` reaches deeper). Returns the new ``instance``."""
     rebuilt: list[Value] = []
-    top = _rebuild(instance, changes, rebuilt, layer_changes=layer_changes)
+    top = _rebuild(instance, changes, rebuilt, depth, layer_changes)
     for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
         rebind_instance(st, each)
     return top if isinstance(top, (Instance, ModuleObj)) else instance
