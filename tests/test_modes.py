@@ -47,6 +47,15 @@ CASES = {
     d.mul_(2)
     h.sum().backward()
     """, {(10, "GG201")}),
+    "setting a layer's training attribute sets that layer's mode": (HEAD + """
+    drop = nn.Dropout(0.5)
+    net = nn.Sequential(drop)
+    drop.training = False
+    net(h).mul_(2)
+    drop.training = True
+    net(h).mul_(2)
+    h.sum().backward()
+    """, {(9, "GG201")}),
     "an inplace dropout in eval mode writes nothing": (HEAD + """
     drop = nn.Dropout(0.5, inplace=True).eval()
     drop(h)

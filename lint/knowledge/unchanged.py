@@ -6,7 +6,8 @@ a dropout with ``p=0``, or not training, returns its input itself; in place, it 
 nothing and moves no version counter. ``nn.AlphaDropout`` and ``nn.FeatureAlphaDropout``
 take an ``inplace`` flag that their ``forward`` never passes on (``F.alpha_dropout(input,
 self.p, self.training)``). Every dropout layer passes ``self.training`` on, so one in eval
-mode (``drop.eval()``, ``model.eval()`` on a model holding it) returns its input itself. ``nn.Identity`` returns its input; so does ``torch.as_tensor``
+mode (``drop.eval()``, ``model.eval()`` on a model holding it) returns its input itself
+(``IDENTITY_IN_EVAL``). ``nn.Identity`` returns its input; so does ``torch.as_tensor``
 of a tensor given no dtype or device (``TorchCalls._torch_function``).
 """
 
