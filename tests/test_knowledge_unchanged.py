@@ -1,12 +1,13 @@
 """``gradguard.knowledge.unchanged`` checked against torch: each in-place op under each of
 its conditions moves no version counter, and moves one without them (so the table says
-something); the layers whose ``inplace`` flag is ignored write nothing with it set."""
+something); the layers whose ``inplace`` flag is ignored write nothing with it set; the
+dropout layers in eval mode hand back their input."""
 
 from __future__ import annotations
 
 import pytest
 
-from gradguard.knowledge.unchanged import INPLACE_IGNORED, UNCHANGED_WHEN
+from gradguard.knowledge.unchanged import IDENTITY_IN_EVAL, INPLACE_IGNORED, UNCHANGED_WHEN
 
 torch = pytest.importorskip("torch")
 
@@ -70,3 +71,14 @@ def test_identity_layers_return_their_input():
         assert getattr(torch.nn, kind)()(y) is y
     y = _input("as_tensor")
     assert torch.as_tensor(y) is y
+
+
+@pytest.mark.parametrize("kind", sorted(IDENTITY_IN_EVAL))
+def test_dropout_layers_in_eval_mode_return_their_input(kind):
+    layer = getattr(torch.nn, kind)(p=0.5)
+    y = _input(kind)
+    assert layer(y) is not y  # training (as built): a new tensor
+    assert layer.eval()(y) is y
+    assert not _moves(getattr(torch.nn, kind)(p=0.5, inplace=True).eval(), kind)
+    assert _moves(getattr(torch.nn, kind)(p=0.5, inplace=True), kind) \
+        == (kind not in INPLACE_IGNORED)

@@ -108,6 +108,10 @@ class ModuleObj(Value):
     # The children's names, in the same order ("0", "1", ... for layers given by position;
     # None where a name is not known); empty when the children are not known.
     names: tuple = ()
+    # Its mode: ``nn.Module.__init__`` builds a layer training; ``eval()`` / ``train(mode)``
+    # on it, or on any module holding it, set it (``Callees._set_training``). Maybe: two paths
+    # left it in two modes.
+    training: Tri = Tri.YES
 
     def child_named(self, name: object) -> Optional[Value]:
         """The child registered as ``name`` (``block.act``, ``heads["a"]``), when every
@@ -491,10 +495,25 @@ def _join_layers(a: ModuleObj, b: ModuleObj) -> Value:
     one layer of their class where the paths agree on all a layer's facts and neither
     names a parameter (whose facts each path keeps under its own layer) nor a flag's site
     (an ``inplace`` that a finding would be reported at); else unknown."""
+    if a.obj == b.obj:
+        return _join_modes(a, b)
     agree = a.kind == b.kind and a.inplace is b.inplace is Tri.NO \
         and a.parameters == b.parameters == () and not (a.unsure or b.unsure) \
         and not (a.children or b.children)
-    return replace(a, obj=("*join", a.obj, b.obj), origin=None) if agree else UNKNOWN
+    return replace(a, obj=("*join", a.obj, b.obj), origin=None,
+                   training=a.training.join(b.training)) if agree else UNKNOWN
+
+
+def _join_modes(a: ModuleObj, b: ModuleObj) -> Value:
+    """One layer as two paths left it, where they differ only in modes (``model.eval()``
+    on one path): the layer, its mode and those of the layers it holds joined (maybe)."""
+    if len(a.children) != len(b.children) \
+            or replace(a, training=b.training, children=b.children) != b:
+        return UNKNOWN
+    children = tuple(join_values(left, right) for left, right in zip(a.children, b.children))
+    if any(child is UNKNOWN for child in children):
+        return UNKNOWN
+    return replace(a, training=a.training.join(b.training), children=children)
 
 
 def _join_instances(a: Instance, b: Instance, depth: int = 0) -> Value:

@@ -4,6 +4,8 @@ returns, from what it receives."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from gradguard.domain.facts import Tri
@@ -14,6 +16,7 @@ from gradguard.domain.values import (
     Chained,
     Const,
     IterableOf,
+    KeyedItems,
     LayerItems,
     ModuleObj,
     ParamsOf,
@@ -24,7 +27,7 @@ from gradguard.domain.values import (
 )
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, source_text, tri_of
 from gradguard.engine.constants import integer
-from gradguard.engine.containers import known_items
+from gradguard.engine.containers import _ordered_dict, known_items
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName
 
@@ -34,6 +37,10 @@ class BuiltinCalls(Room):
     value, from its arguments' (the elements of what they iterate: ``element_of``)."""
 
     def builtin_call(self, st: State, node: cst.Call, name: str, args: list) -> Value:
+        if name == "dict":  # ``dict(relu=nn.ReLU, silu=nn.SiLU)``: its items, keys known
+            mapping = _ordered_dict(node, args)
+            return replace(mapping, ordered=False) if isinstance(mapping, KeyedItems) \
+                else UNKNOWN
         if any(arg.star or arg.keyword for arg in node.args):
             return UNKNOWN
         if name == "len" and len(args) == 1:
@@ -58,11 +65,28 @@ class BuiltinCalls(Room):
             return IterableOf(Seq((NUMBER, self.expressions.element_of(st, args[0], node))))
         if name == "setattr" and len(args) == 3:
             return self._setattr(st, node, *args)
+        if name == "getattr" and len(args) in (2, 3):
+            return self._getattr(st, node, args)
         if name in ("list", "tuple", "reversed", "iter", "sorted") and len(args) == 1:
             if isinstance(args[0], Seq):
                 return args[0] if name != "reversed" else Seq(tuple(reversed(args[0].items)))
             return IterableOf(self.expressions.element_of(st, args[0], node))
         return UNKNOWN
+
+    def _getattr(self, st: State, node: cst.Call, args: list) -> Value:
+        """``getattr(obj, name)`` with ``name`` a string the code spells (a constant, a
+        default argument, a value of a config dict the file writes) is ``obj.<name>``:
+        ``getattr(nn, "ReLU")`` is the class ``nn.ReLU``. With a default, only a torch
+        layer class known to exist (``getattr(nn, act, nn.ReLU)``); else unknown."""
+        name = args[1].value if isinstance(args[1], Const) else None
+        if not isinstance(name, str):
+            return UNKNOWN
+        if len(args) == 3:
+            if isinstance(args[0], Ref) and args[0].qualname == "torch.nn" \
+                    and name in self.knowledge.nn_module_classes:
+                return args[0].attr(name)
+            return UNKNOWN
+        return self.expressions.attribute_of(st, args[0], name, node, None)
 
     def _sum(self, st: State, node: cst.Call, iterable: Value) -> Value:
         """``sum(out.mean() for out in outs)`` over tensors all known: their total, whose
@@ -129,7 +153,8 @@ def _range(args: list) -> Value:
 
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
-                      "int", "float", "round", "iter", "sorted", "setattr", "filter", "sum"})
+                      "int", "float", "round", "iter", "sorted", "setattr", "getattr", "filter",
+                      "sum", "dict"})
 
 
 def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value:

@@ -107,6 +107,11 @@ class Callees(Room):
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
                     return dict_view(owner, func.attr.value)
+                if isinstance(owner, KeyedItems) and func.attr.value == "get" \
+                        and 1 <= len(node.args) <= 2 \
+                        and not any(arg.star or arg.keyword for arg in node.args):
+                    args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
+                    return _dict_get(owner, args)
                 if isinstance(owner, KeyedItems) and func.attr.value not in DICT_READERS \
                         and path is not None:
                     args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
@@ -259,7 +264,8 @@ class Callees(Room):
             # a class's own ``parameters()`` is its method, followed below (micrograd's
             # MLP yields objects of its own, not tensors)
             return ParamsOf(owner, named=name == "named_parameters")
-        if name in ("train", "eval") and isinstance(owner, Instance) and owner.info.is_module:
+        if name in ("train", "eval") and (isinstance(owner, ModuleObj) or isinstance(
+                owner, Instance) and owner.info.is_module):
             return self._set_training(st, node, owner, name, args)
         if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
             return owner  # modules convert in place and return themselves
@@ -293,15 +299,18 @@ class Callees(Room):
         value = self.expressions.attribute_of(st, owner, name, node.func, None)
         return self.call_value(st, node, value, args) if value is not UNKNOWN else UNKNOWN
 
-    def _set_training(self, st: State, node: cst.Call, module: Instance, name: str,
-                      args: list) -> Instance:
-        """``model.train(mode)`` / ``model.eval()``: ``training`` is set on the module and
-        on every module it holds, as torch sets it; a mode not known is unknown."""
+    def _set_training(self, st: State, node: cst.Call, module: Value, name: str,
+                      args: list) -> Value:
+        """``model.train(mode)`` / ``model.eval()`` (``model`` a module of the file or a
+        torch layer): ``training`` is set on the module and on every module it holds, its
+        torch layers too (a dropout not training hands back its input), as torch sets it;
+        a mode not known is unknown (maybe). Returns the module, as torch does."""
         mode = Const(False) if name == "eval" else self.argument(node, args, "mode", 0)
-        mode = Const(True) if mode is None else Const(tri_of(mode) is Tri.YES) \
-            if tri_of(mode) in (Tri.YES, Tri.NO) else UNKNOWN
+        flag = Tri.YES if mode is None else tri_of(mode)
+        mode = Const(flag is Tri.YES) if flag is not Tri.MAYBE else UNKNOWN
         return change_throughout(st, module, lambda each: {"training": mode}
-                                 if each.info.is_module else {})
+                                 if each.info.is_module else {},
+                                 lambda layer: {"training": flag}, depth=-MODE_DEPTH)
 
     def positional_operands(self, node: cst.Call, args: list,
                             receiver: Optional[tuple] = None,
@@ -367,6 +376,16 @@ class Callees(Room):
         return None
 
 
+def _dict_get(mapping: KeyedItems, args: list) -> Value:
+    """``acts.get(name, nn.ReLU)`` with ``name`` known: the value under it, else the
+    default (every key of a ``KeyedItems`` is known); unknown for a key not known."""
+    key = args[0]
+    if not isinstance(key, Const) or not isinstance(key.value, str):
+        return UNKNOWN
+    default = args[1] if len(args) > 1 else Const(None)
+    return dict(mapping.items).get(key.value, default)
+
+
 def _is_super_init(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "__init__" \
         and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
@@ -383,6 +402,9 @@ def _is_super_call(func: cst.BaseExpression) -> bool:
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 # list methods that change which items it holds, besides growing it
 LIST_CHANGERS = frozenset({"clear", "pop", "remove", "sort", "reverse"})
+# How much deeper than other changes a mode reaches: a model's blocks' containers' layers
+# (``net.block.layers[1]``, a dropout), as ``model.eval()`` reaches every submodule.
+MODE_DEPTH = 4
 
 
 # Callables the engine does not follow that only read what they receive.

@@ -155,12 +155,12 @@ def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[Te
         obj = facts.base
 
 
-def rebind_instance(st: State, instance: Instance) -> None:
+def rebind_instance(st: State, instance: Value) -> None:
     """An object of a class of the file now holds ``instance``'s attributes (a method or
-    an assignment rebound one: ``self.h = h.unsqueeze(0)``): every name in ``st`` that
-    refers to it, and every instance or container of layers holding it (``self.state``,
-    ``layers[0]``), holds the new one, and the attribute paths under those names what it
-    holds now."""
+    an assignment rebound one: ``self.h = h.unsqueeze(0)``), or a torch layer is in a new
+    mode (``drop.eval()``): every name in ``st`` that refers to it, and every instance or
+    container of layers holding it (``self.state``, ``layers[0]``), holds the new one, and
+    the attribute paths under those names what it holds now."""
     for path, value in list(st.env.items()):
         if not isinstance(value, (Instance, ModuleObj)):
             continue
@@ -168,18 +168,22 @@ def rebind_instance(st: State, instance: Instance) -> None:
         if updated is value:
             continue
         st.env[path] = updated
-        if isinstance(value, Instance):
+        if isinstance(value, Instance) and isinstance(updated, Instance):
             for name, attr in updated.attrs:
                 if name != CONTAINER and value.attribute(name) != attr:
                     st.bind(f"{path}.{name}", attr)
 
 
-def _holding(value: Value, instance: Instance, depth: int = 0) -> Value:
-    """``value`` (an instance, or a container of layers) with ``instance`` in place of
-    the object it stands for, itself, in its attributes or among its layers, nested up
-    to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
-    if isinstance(value, Instance) and value.obj == instance.obj:
+def _holding(value: Value, instance: Value, depth: int = 0) -> Value:
+    """``value`` (an instance, or a container of layers) with ``instance`` (an instance or
+    a torch layer) in place of the object it stands for, itself, in its attributes or among
+    its layers, nested up to ``MAX_HOLDING_DEPTH``; ``value`` itself if it holds none."""
+    if isinstance(value, Instance) and isinstance(instance, Instance) \
+            and value.obj == instance.obj:
         return instance if value.info is instance.info else value
+    if isinstance(value, ModuleObj) and isinstance(instance, ModuleObj) \
+            and value.obj == instance.obj:
+        return instance if value.kind == instance.kind else value
     if depth >= MAX_HOLDING_DEPTH:
         return value
     if isinstance(value, ModuleObj):
@@ -207,16 +211,20 @@ def forget_rebindable(st: State, instance: Instance) -> None:
     change_throughout(st, instance, _rebindable)
 
 
-def change_throughout(st: State, instance: Value, changes) -> Value:
+def change_throughout(st: State, instance: Value, changes, layer_changes=None,
+                      depth: int = 0) -> Value:
     """Rebind ``changes(each)`` (attribute name -> value) on ``instance`` (an instance, or
     a container of layers) and on every instance it holds (in its attributes, among the
-    layers of its containers), as ``model.eval()`` sets ``training`` on every submodule;
-    every name in ``st`` for each holds the new one. Returns the new ``instance``."""
-    rebuilt: list[Instance] = []
-    top = _rebuild(instance, changes, rebuilt)
+    layers of its containers), as ``model.eval()`` sets ``training`` on every submodule,
+    and ``layer_changes(layer)`` (field name -> value) on every torch layer among them
+    (``instance`` itself too); every name in ``st`` for each holds the new one. Objects
+    nested deeper than ``MAX_HOLDING_DEPTH - depth`` are left as they are (a negative
+    ``depth`` reaches deeper). Returns the new ``instance``."""
+    rebuilt: list[Value] = []
+    top = _rebuild(instance, changes, rebuilt, depth, layer_changes)
     for each in rebuilt:  # the innermost first: each holder is rebound after what it holds
         rebind_instance(st, each)
-    return top if isinstance(top, Instance) else instance
+    return top if isinstance(top, (Instance, ModuleObj)) else instance
 
 
 def timeless(env: dict) -> dict:
@@ -242,12 +250,21 @@ def _rebindable(instance: Instance) -> dict:
     return {name: UNKNOWN for name in instance.info.unstable}
 
 
-def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
+def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0,
+             layer_changes=None) -> Value:
     if isinstance(value, ModuleObj):
         if depth >= MAX_HOLDING_DEPTH:
             return value
-        children = tuple(_rebuild(child, changes, rebuilt, depth + 1) for child in value.children)
+        children = tuple(_rebuild(child, changes, rebuilt, depth + 1, layer_changes)
+                         for child in value.children)
         changed = any(new is not old for new, old in zip(children, value.children))
+        fields = {name: new for name, new in (layer_changes(value) if layer_changes
+                                              else {}).items()
+                  if getattr(value, name) != new}
+        if fields:
+            result = replace(value, children=children, **fields)
+            rebuilt.append(result)  # every name for it holds it: torch's layers are shared
+            return result
         return replace(value, children=children) if changed else value
     if not isinstance(value, Instance):
         return value
@@ -256,7 +273,7 @@ def _rebuild(value: Value, changes, rebuilt: list, depth: int = 0) -> Value:
     if depth < MAX_HOLDING_DEPTH:
         for name, attr in value.attributes().items():
             if name not in changed and isinstance(attr, (Instance, ModuleObj)):
-                held = _rebuild(attr, changes, rebuilt, depth + 1)
+                held = _rebuild(attr, changes, rebuilt, depth + 1, layer_changes)
                 if held is not attr:
                     changed[name] = held
     if not changed:

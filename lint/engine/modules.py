@@ -35,7 +35,7 @@ from gradguard.engine.copies import deep_copy
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName, TorchAPI
-from gradguard.knowledge.unchanged import IDENTITY_LAYERS, INPLACE_IGNORED
+from gradguard.knowledge.unchanged import IDENTITY_IN_EVAL, IDENTITY_LAYERS, INPLACE_IGNORED
 from gradguard.syntax.scopes import REGISTRARS
 
 
@@ -54,6 +54,9 @@ class Modules(Room):
                           path: Optional[str]) -> Value:
         if attr == "inplace":
             return Const(module.inplace is Tri.YES) if module.inplace is not Tri.MAYBE else UNKNOWN
+        if attr == "training":
+            return Const(module.training is Tri.YES) if module.training is not Tri.MAYBE \
+                else UNKNOWN
         # A parameter its flag may have turned off (``bias=qkv_bias``) is read as there:
         # the code reading it runs only when it is (``None.data`` raises).
         if attr in parameters_of(module, self.knowledge):
@@ -404,8 +407,9 @@ class Modules(Room):
                                          f" (layer {layer} of the `nn.Sequential`)",
                                          site=(id(node) if site is None else site, position))
             return value
-        if module.kind in IDENTITY_LAYERS:
-            return value  # ``nn.Identity()(x)`` is ``x``
+        if module.kind in IDENTITY_LAYERS \
+                or module.kind in IDENTITY_IN_EVAL and module.training is Tri.NO:
+            return value  # ``nn.Identity()(x)``, a dropout in eval mode: ``x`` itself
         if module.inplace is Tri.YES:
             self.inplace.emit_inplace(st, node, value, input_text,
                               f"`{op.display()}(inplace=True)`{within}", method=op, site=site,

@@ -172,6 +172,10 @@ class Statements(Room):
             self._rebind_layer(target.value, replace(owner, inplace=tri_of(value), inplace_at=node),
                                st)
             return
+        if isinstance(owner, ModuleObj) and attr == "training":
+            # drop.training = False: that layer alone (not what it holds), under every name
+            rebind_instance(st, replace(owner, training=tri_of(value)))
+            return
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place
             self._rebind_layer(target.value, set_child(owner, attr, value), st)

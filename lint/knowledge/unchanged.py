@@ -5,7 +5,9 @@ ATen's dropouts (``_dropout_impl``) begin ``if (p == 0 || !train || ...) return 
 a dropout with ``p=0``, or not training, returns its input itself; in place, it writes
 nothing and moves no version counter. ``nn.AlphaDropout`` and ``nn.FeatureAlphaDropout``
 take an ``inplace`` flag that their ``forward`` never passes on (``F.alpha_dropout(input,
-self.p, self.training)``). ``nn.Identity`` returns its input; so does ``torch.as_tensor``
+self.p, self.training)``). Every dropout layer passes ``self.training`` on, so one in eval
+mode (``drop.eval()``, ``model.eval()`` on a model holding it) returns its input itself
+(``IDENTITY_IN_EVAL``). ``nn.Identity`` returns its input; so does ``torch.as_tensor``
 of a tensor given no dtype or device (``TorchCalls._torch_function``).
 """
 
@@ -51,3 +53,6 @@ UNCHANGED_WHEN = {
 INPLACE_IGNORED = frozenset({"AlphaDropout", "FeatureAlphaDropout"})
 # layers whose forward returns its input
 IDENTITY_LAYERS = frozenset({"Identity"})
+# layers whose forward returns its input when not training (``layer.training`` false)
+IDENTITY_IN_EVAL = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+                              "AlphaDropout", "FeatureAlphaDropout"})
