@@ -135,7 +135,8 @@ class TensorMethods(Room):
                 integer(arg) is not None or arg is NUMBER or isinstance(arg, (Seq, Shape))
                 for arg in args))
         if name in self.knowledge.multi_view_methods:
-            return self.tensors.multi_views(st, node, tensor, op)
+            return self.tensors.multi_views(st, node, tensor, op, self.tensors.cuts_first_dim(
+                node, args, name, method=True))
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" else Shape(tensor.obj) if not node.args else NUMBER
         converts = name == "type" and bool(node.args)  # ``x.type(dtype)``; ``x.type()``: a str
