@@ -15,6 +15,11 @@ class NonLeafRequiresGrad(Rule):
     ``x.requires_grad_()`` (or ``requires_grad_(True)``) on such a tensor is not reported:
     it already requires grad, and torch lets that call through.
 
+    A parameter stops being a leaf when a value that requires grad is written into it
+    after it stopped requiring grad (``emb.weight.requires_grad_(False)``, then
+    ``emb.weight[i] = other.weight[j].clone()``): ``model.requires_grad_(False)`` and
+    ``p.requires_grad = ...`` on every pass of ``for p in model.parameters()`` reach it.
+
     ## Why is this bad?
     Only leaves carry their own flag: a non-leaf requires grad because its inputs do.
     Torch raises "you can only change requires_grad flags of leaf variables" at the
@@ -52,6 +57,17 @@ class NonLeafRequiresGrad(Rule):
         if event.is_leaf is not Tri.NO or (event.method and event.flag is not Tri.NO):
             return  # a leaf's flag, or requires_grad_(True): torch lets it through
         what = "`requires_grad_(False)`" if event.method else "setting `requires_grad`"
+        if event.parameter is not None:
+            self.report(
+                event.node,
+                f"{what} on {quote(event.tensor_text)} reaches {quote(event.parameter)}, a "
+                "parameter that is no longer a leaf (a value that requires grad was written "
+                "into it after it stopped requiring grad): torch raises \"you can only "
+                "change requires_grad flags of leaf variables\". Write into it under "
+                "`torch.no_grad()` (or write a value that does not require grad: "
+                "`.detach()`), so it stays a leaf",
+            )
+            return
         self.report(
             event.node,
             f"{what} on {quote(event.tensor_text)}, which is not a leaf (it is computed from "

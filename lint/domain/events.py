@@ -209,6 +209,10 @@ class RequiresGradSet:
     flag: Tri  # the value set (``requires_grad_()`` sets YES)
     method: bool  # ``requires_grad_(...)`` rather than an assignment to the attribute
     is_leaf: Tri  # whether the tensor is a leaf (NO: computed from tensors requiring grad)
+    # the statement sets the flags of many parameters (``model.requires_grad_(False)``, a
+    # ``for`` over ``parameters()``) and one of them is not a leaf: that one, as written
+    # (a value that requires grad was written into it after it stopped requiring grad)
+    parameter: Optional[str] = None
 
 
 @dataclass(frozen=True)

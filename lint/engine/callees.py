@@ -9,6 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradguard.domain.events import RequiresGradSet
 from gradguard.domain.facts import Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import (
@@ -275,8 +276,16 @@ class Callees(Room):
             self.modules.apply_to_modules(st, owner, args[0], node)
             return owner
         if name == "requires_grad_" and isinstance(owner, (ModuleObj, Instance)):
-            self.modules.set_parameters_requires_grad(st, self.saved.owners_of(owner),
-                                              tri_of(args[0]) if args else Tri.YES)
+            flag = tri_of(args[0]) if args else Tri.YES
+            owned = self.saved.owners_of(owner)
+            # torch sets each parameter's flag: ``requires_grad_(False)`` of one that is no
+            # longer a leaf raises (``(True)`` of it, which requires grad, does not)
+            found = self.modules.non_leaf_parameter(st, owned) if flag is Tri.NO else None
+            if found is not None and isinstance(node.func, cst.Attribute):
+                self.engine.dispatch("requires_grad_set", RequiresGradSet(
+                    node, source_text(node.func.value), flag, True, Tri.NO,
+                    parameter=self.modules.label(found)))
+            self.modules.set_parameters_requires_grad(st, owned, flag)
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):
             return self.modules.module_call(st, node, owner, args)

@@ -371,7 +371,8 @@ class Expressions(Room):
             # iterating a tensor is torch's unbind(0): views of one multi-output op (one
             # object per tensor iterated at the site: zip(x, y) iterates two)
             return self.tensors.view_of(st, (id(site), "rows", iterable.obj), iterable,
-                                        OpName.of("Tensor", "unbind"), multi_view=True)
+                                        OpName.of("Tensor", "unbind"), multi_view=True,
+                                        keeps_layout=True)
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS:
             items = iterated(iterable)
             iterable = Seq(items) if items is not None else UNKNOWN

@@ -36,6 +36,7 @@ from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName, TorchAPI
 from gradguard.knowledge.unchanged import IDENTITY_IN_EVAL, IDENTITY_LAYERS, INPLACE_IGNORED
+from gradguard.syntax.loops import bound_names, every_pass
 from gradguard.syntax.scopes import REGISTRARS
 
 
@@ -49,6 +50,9 @@ class Modules(Room):
         # the parameters of modules known only by their use (``received_parameters``)
         self.received: set[Hashable] = set()
         self._may_freeze: Optional[bool] = None  # whether the file's text may freeze one
+        # module object -> the layer as last read: whose names are its parameters
+        self.layers_read: dict[Hashable, ModuleObj] = {}
+        self._every_pass: dict[int, dict] = {}  # module tree -> ``loops.every_pass`` of it
 
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:
@@ -61,6 +65,7 @@ class Modules(Room):
         # the code reading it runs only when it is (``None.data`` raises).
         if attr in parameters_of(module, self.knowledge):
             obj = (module.obj, attr)
+            self.layers_read[module.obj] = module
             if obj not in st.heap:
                 layer = layer_op(module.kind).display()
                 st.heap[obj] = self.parameter_facts(st, module, module.origin,
@@ -152,6 +157,41 @@ class Modules(Room):
             if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
                     and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
                 st.heap[obj] = facts.evolve(requires_grad=flag)
+
+    def non_leaf_parameter(self, st: State, modules: frozenset) -> Optional[Hashable]:
+        """A parameter of ``modules`` (a model and its layers) that is certainly no longer
+        a leaf: a value that requires grad was written into it under grad mode after it
+        stopped requiring grad (``emb.weight[i] = other.weight[j].clone()``, made a
+        non-leaf by ``Inplace.absorb_operands``). ``parameters()`` still yields it, and
+        torch refuses to change its flag. The first by its label; None if none is."""
+        found = [obj for obj, facts in st.heap.items()
+                 if facts.is_leaf is Tri.NO and facts.requires_grad is Tri.YES
+                 and isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules
+                 and obj[0] in self.layers_read
+                 and obj[1] in parameters_of(self.layers_read[obj[0]], self.knowledge)]
+        return min(found, key=self.label) if found else None
+
+    def label(self, obj: Hashable) -> str:
+        """How messages name a parameter object: as the code first read it."""
+        return self.file.labels.get(obj) or str(obj[-1])
+
+    def sets_every_parameter(self, node: cst.CSTNode, text: str) -> bool:
+        """Whether ``node`` (setting the flag of ``text``) runs on every pass of a ``for``
+        over all of a module's parameters that binds ``text``: ``for p in
+        model.parameters(): p.requires_grad = False`` (not under an ``if`` of the body,
+        not after a ``continue``; not over ``filter(...)`` of them)."""
+        module = (self.stack.current_module or self.file.scope).module
+        if id(module) not in self._every_pass:
+            self._every_pass[id(module)] = every_pass(module)
+        loop = self._every_pass[id(module)].get(id(node))
+        if loop is None or text not in bound_names(loop.target):
+            return False
+        iterated = loop.iter
+        while isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) \
+                and iterated.func.value in ("list", "tuple") and len(iterated.args) == 1:
+            iterated = iterated.args[0].value  # list(model.parameters())
+        return isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute) \
+            and iterated.func.attr.value in ("parameters", "named_parameters")
 
     def received_parameters(self, st: State, obj: Hashable, site: cst.CSTNode) -> TensorFacts:
         """A parameter of a module the engine knows only because the code uses it as one

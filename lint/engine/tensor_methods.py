@@ -135,7 +135,8 @@ class TensorMethods(Room):
                 integer(arg) is not None or arg is NUMBER or isinstance(arg, (Seq, Shape))
                 for arg in args))
         if name in self.knowledge.multi_view_methods:
-            return self.tensors.multi_views(st, node, tensor, op)
+            return self.tensors.multi_views(st, node, tensor, op, self.tensors.cuts_first_dim(
+                node, args, name, method=True))
         if name in NUMBER_METHODS:
             return NUMBER if name != "size" else Shape(tensor.obj) if not node.args else NUMBER
         converts = name == "type" and bool(node.args)  # ``x.type(dtype)``; ``x.type()``: a str
@@ -183,8 +184,13 @@ class TensorMethods(Room):
         name not known), ``method`` for ``requires_grad_()``."""
         facts = self.tensors.facts(st, tensor)
         if text is not None:  # an activation's leafness is an assumption, not a fact
+            is_leaf = Tri.MAYBE if facts.assumed_grad else facts.is_leaf
+            # ``p`` of a ``for`` over ``model.parameters()`` is each parameter in turn
+            parameter = self._non_leaf_of_all(st, tensor, node, text) \
+                if is_leaf is not Tri.NO else None
             self.engine.dispatch("requires_grad_set", RequiresGradSet(
-                node, text, flag, method, Tri.MAYBE if facts.assumed_grad else facts.is_leaf))
+                node, text, flag, method, Tri.NO if parameter is not None else is_leaf,
+                parameter=parameter))
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves (or keeps the flag): nothing changes
         if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
@@ -199,6 +205,19 @@ class TensorMethods(Room):
             rewrapped=Origin(node, how, from_graph=self.tensors.cut_from_grad(st, tensor))
             if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
+
+    def _non_leaf_of_all(self, st: State, tensor: TensorRef, node: cst.CSTNode,
+                         text: str) -> Optional[str]:
+        """``p.requires_grad = flag`` on every pass of ``for p in model.parameters()``: the
+        label of a parameter of the model that is no longer a leaf (on its pass torch
+        raises), or None."""
+        if not (isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS) \
+                or not self.modules.sets_every_parameter(node, text):
+            return None
+        owner = tensor.obj[0]
+        found = self.modules.non_leaf_parameter(
+            st, self.saved.owned.get(owner, frozenset((owner,))))
+        return self.modules.label(found) if found is not None else None
 
 
 # Tensor methods that return a Python number.

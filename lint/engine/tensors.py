@@ -273,13 +273,15 @@ class Tensors(Room):
         self.saved.save_in_graph(st, output.obj, record)
 
     def view_of(self, st: State, node: Hashable, base: TensorRef, producer: OpName,
-                multi_view: bool = False, same_dtype: bool = True) -> TensorRef:
+                multi_view: bool = False, same_dtype: bool = True,
+                keeps_layout: bool = False) -> TensorRef:
         """A view of ``base`` made by ``producer`` (at ``node``): its storage and version
         counter, its dtype (unless ``same_dtype`` is false: ``x.view(torch.int32)``) and
-        device."""
+        device; its base's layout where ``producer`` keeps it (a shape view, or
+        ``keeps_layout``: a piece of a contiguous tensor cut along its first dimension)."""
         base_facts = self.facts(st, base)
         requires_grad = base_facts.requires_grad & st.grad
-        keeps_layout = producer.key() in SHAPE_VIEWS
+        keeps_layout = keeps_layout or producer.key() in SHAPE_VIEWS
         # a view of an output of unbind/split/chunk is one too (torch propagates how the
         # base was made), named by that op
         inherited = base_facts.multi_view and not multi_view
@@ -309,11 +311,24 @@ class Tensors(Room):
             return tensor
         return self.view_of(st, node, tensor, producer)
 
-    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: OpName) -> Value:
-        """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place."""
+    def cuts_first_dim(self, node: cst.Call, args: list, name: str, method: bool) -> bool:
+        """Whether ``unbind``/``chunk``/``split`` called at ``node`` cuts along the first
+        dimension: ``dim`` not passed (nor possibly by ``*args``/``**kwargs``), or 0."""
+        if any(arg.star for arg in node.args):
+            return False
+        position = (0 if name == "unbind" else 1) + (0 if method else 1)
+        dim = self.callees.argument(node, args, "dim", position)
+        return dim is None or integer(dim) == 0
+
+    def multi_views(self, st: State, node: cst.CSTNode, base: Value, producer: OpName,
+                    first_dim: bool = False) -> Value:
+        """``x.unbind()``, ``x.chunk(2)``: views that torch forbids writing in place. Cut
+        along the first dimension (``first_dim``: ``dim`` not passed, or 0), the pieces of
+        a contiguous tensor are contiguous, so a ``reshape`` of one is a view of it."""
         if not isinstance(base, TensorRef):
             return UNKNOWN
-        return IterableOf(self.view_of(st, (id(node), "views"), base, producer, multi_view=True))
+        return IterableOf(self.view_of(st, (id(node), "views"), base, producer,
+                                       multi_view=True, keeps_layout=first_dim))
 
     def cut_parameter(self, st: State, value: TensorRef) -> Optional[Hashable]:
         """The parameter ``value`` reads through ``.data`` or ``.detach()``, if it is one.

@@ -223,7 +223,8 @@ class TorchCalls(Room):
             if view is not None:
                 return view
         if name in self.knowledge.multi_view_functions:
-            return self.tensors.multi_views(st, node, arg0, op)
+            return self.tensors.multi_views(st, node, arg0, op, self.tensors.cuts_first_dim(
+                node, args, name, method=False))
         if name == "compile" and isinstance(arg0, (ModuleObj, Instance, FunctionVal)):
             return arg0  # the compiled module shares the original's parameters
         if name in self.knowledge.non_tensor_functions or name == "is_tensor":
