@@ -91,6 +91,27 @@ def positions(op: str) -> dict[str, int]:
             if len(found) == 1}
 
 
+def layer_keywords() -> dict[str, list[str]]:
+    """For each public ``torch.nn`` layer class whose ``__init__`` takes no ``**kwargs``,
+    the names it accepts: any other keyword raises ``TypeError`` (``nn.Linear(...,
+    params_dtype=...)``), so a layer built so is never built."""
+    layers = {}
+    for name in dir(torch.nn):
+        cls = getattr(torch.nn, name)
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)) \
+                or name.startswith("_"):
+            continue
+        try:
+            parameters = inspect.signature(cls.__init__).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            continue
+        layers[name] = sorted(p.name for p in parameters if p.name != "self" and p.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+    return layers
+
+
 def main(argv: list[str]) -> int:
     ops = {**json.loads((DATA / "saved_opinfo.json").read_text())["ops"],
            **json.loads((DATA / "saved_tensors.json").read_text())["ops"]}
@@ -105,8 +126,10 @@ def main(argv: list[str]) -> int:
             unresolved.append(op)
     print(f"{len(table)} ops with parameter names, {len(unresolved)} without: "
           f"{', '.join(unresolved)}")
+    layers = layer_keywords()
+    print(f"{len(layers)} layers with the keywords their constructor accepts")
     if "--write" in argv:
-        out = {"torch_version": torch.__version__, "params": table}
+        out = {"torch_version": torch.__version__, "params": table, "layers": layers}
         (DATA / "signatures.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0
 

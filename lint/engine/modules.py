@@ -373,6 +373,11 @@ class Modules(Room):
         return Const(None)
 
     def build_module(self, node, kind, args) -> Value:
+        accepted = self.knowledge.layer_keywords.get(kind)
+        if accepted is not None and any(
+                arg.keyword is not None and arg.keyword.value not in accepted
+                for arg in node.args):
+            return UNKNOWN  # ``nn.Linear(..., params_dtype=...)`` raises TypeError
         inplace = Tri.NO
         if kind in self.knowledge.inplace_modules and kind not in INPLACE_IGNORED \
                 and not self.callees.returns_input(node, args, layer_op(kind).key()):

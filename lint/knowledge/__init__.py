@@ -231,6 +231,12 @@ class TorchAPI:
         return self.data.get("saved_ops", {})
 
     @cached_property
+    def layer_keywords(self) -> dict:
+        """Layer class name -> the keywords its constructor accepts (``signatures.json``'s
+        ``layers``; a layer taking ``**kwargs`` is not there): any other raises."""
+        return self.data.get("layer_keywords", {})
+
+    @cached_property
     def parameter_positions(self) -> dict:
         """Op name -> parameter name -> its position (the table's argument key), for the
         names all of the op's Python signatures agree on (from ``signatures.json``)."""
@@ -291,7 +297,10 @@ def load() -> TorchAPI:
     data["non_differentiable"] = never | {alias for alias, name in aliases.items()
                                           if name in never}
     data["inplace_scalar_overloads"] = saved.get("inplace_scalar_overloads", {})
-    data["parameter_positions"] = _read("signatures.json").get("params", {})
+    signatures = _read("signatures.json")
+    data["parameter_positions"] = signatures.get("params", {})
+    data["layer_keywords"] = {name: frozenset(keywords)
+                              for name, keywords in signatures.get("layers", {}).items()}
     data["inplace_saves_result"] = (saved.get("inplace_saves_result", [])
                                     + saved.get("inplace_flag_saves_result", []))
     data["rsample_saves"] = _read("rsample_saves.json").get("saves_result", {})
