@@ -6,7 +6,6 @@ is importable, parts of it are derived again here with tools/probe_layouts.py, s
 wrong entry fails. Regenerate with ``python tools/probe_layouts.py --write``.
 """
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -14,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from gradguard.knowledge import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_tool import load_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_PATH = ROOT / "lint" / "knowledge" / "data" / "layouts.json"
@@ -48,17 +50,8 @@ def test_key_facts():
 @pytest.fixture(scope="module")
 def probe():
     """tools/probe_layouts.py as a module, for the torch the table came from."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("expecttest")
-    if torch.__version__.split("+")[0] != TABLE["torch_version"]:
-        pytest.skip(f"table is for torch {TABLE['torch_version']}, not {torch.__version__}")
-    sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location("probe_layouts",
-                                                  ROOT / "tools" / "probe_layouts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["probe_layouts"] = module
-    spec.loader.exec_module(module)
-    return module
+    pytest.importorskip("expecttest")  # what op_db imports
+    return load_probe("probe_layouts", TABLE["torch_version"])
 
 
 def test_conversions_match_torch(probe):

@@ -6,7 +6,6 @@ re-derived here with tools/probe_rsample.py (saved_tensors_hooks and version cou
 backward), so a wrong entry fails. Regenerate with ``python tools/probe_rsample.py --write``.
 """
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -14,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from gradguard.knowledge import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_tool import load_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_PATH = ROOT / "lint" / "knowledge" / "data" / "rsample_saves.json"
@@ -36,15 +38,7 @@ def test_key_facts():
 @pytest.fixture(scope="module")
 def probe():
     """tools/probe_rsample.py as a module, for the torch the table came from."""
-    torch = pytest.importorskip("torch")
-    if torch.__version__.split("+")[0] != TABLE["torch_version"]:
-        pytest.skip(f"table is for torch {TABLE['torch_version']}, not {torch.__version__}")
-    spec = importlib.util.spec_from_file_location("probe_rsample",
-                                                  ROOT / "tools" / "probe_rsample.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["probe_rsample"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_probe("probe_rsample", TABLE["torch_version"])
 
 
 def test_every_rsample_class_is_probed(probe):
