@@ -36,6 +36,7 @@ from gradguard.domain.values import (
     join_values,
 )
 from gradguard.engine.common import (
+    bind_held,
     change_throughout,
     dotted,
     forget_objects,
@@ -62,7 +63,7 @@ from gradguard.engine.partials import Partial, partial_of
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName
 from gradguard.knowledge.unchanged import UNCHANGED_WHEN
-from gradguard.syntax.scopes import REGISTRARS
+from gradguard.syntax.scopes import LIST_CHANGERS, LIST_GROWERS, REGISTRARS
 
 
 class Callees(Room):
@@ -184,13 +185,7 @@ class Callees(Room):
         assignment ``self.log_probs = grown`` would leave it (a method that grows it
         hands it back to its caller: ``calls.objects_back``)."""
         owner_path, _, attr = path.rpartition(".")
-        owner = st.lookup(owner_path) if owner_path else None
-        if isinstance(owner, Instance):
-            updated = owner.with_attributes({attr: grown})
-            st.env[path] = updated.attribute(attr)
-            rebind_instance(st, updated)
-        else:
-            st.env[path] = grown
+        bind_held(st, path, st.lookup(owner_path) if owner_path else None, attr, grown)
 
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
         if isinstance(callee, Imported):  # an import is analysed when the code calls it
@@ -408,9 +403,6 @@ def _is_super_call(func: cst.BaseExpression) -> bool:
         and func.value.func.value == "super"
 
 
-LIST_GROWERS = frozenset({"append", "extend", "insert"})
-# list methods that change which items it holds, besides growing it
-LIST_CHANGERS = frozenset({"clear", "pop", "remove", "sort", "reverse"})
 # How much deeper than other changes a mode reaches: a model's blocks' containers' layers
 # (``net.block.layers[1]``, a dropout), as ``model.eval()`` reaches every submodule.
 MODE_DEPTH = 4

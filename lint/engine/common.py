@@ -155,6 +155,20 @@ def view_chain(st: State, obj: Hashable) -> Iterator[tuple[Hashable, Optional[Te
         obj = facts.base
 
 
+def bind_held(st: State, path: str, owner: Value, attr: str, value: Value) -> Value:
+    """``path`` (``owner.attr``) is bound to ``value``; an object of the file's classes
+    holds it, whatever name reaches the object (``rebind_instance``). Returns the value as
+    bound (the object may hold a reduced copy of one that holds it back)."""
+    if isinstance(owner, Instance):
+        updated = owner.with_attributes({attr: value})
+        value = updated.attribute(attr)
+        st.bind(path, value)
+        rebind_instance(st, updated)
+    else:
+        st.bind(path, value)
+    return value
+
+
 def rebind_instance(st: State, instance: Value) -> None:
     """An object of a class of the file now holds ``instance``'s attributes (a method or
     an assignment rebound one: ``self.h = h.unsqueeze(0)``), or a torch layer is in a new

@@ -193,26 +193,23 @@ class TensorKinds(Room):
 
     def _conversion_kind(self, st: State, tensor: TensorRef, name: str, arguments: list,
                          keywords: dict) -> Optional[str]:
-        """The input kind (``layouts.json``'s ``conversions``) of this call, or None."""
+        """The input kind (``layouts.json``'s ``conversions``) of this call, or None. (The
+        reshapes of a contiguous tensor are ``Tensors.reshaped``'s.)"""
         facts = self.tensors.facts(st, tensor)
-        if name == "contiguous" and (arguments or keywords):
-            return None  # ``contiguous(memory_format=...)`` may lay it out anew
-        if name in ("reshape", "reshape_as", "flatten", "ravel", "contiguous"):
-            return {Tri.YES: "contiguous"}.get(facts.contiguous)
         if name in CONVERSION_METHODS:
-            return _same_or_other(facts.dtype, CONVERSION_METHODS[name], "dtype")
+            return _kind(_differs([(facts.dtype, CONVERSION_METHODS[name])]), "dtype")
         if name == "cpu":
             return "same device" if facts.device == CPU else None
         if name in ("type_as", "to") and len(arguments) == 1 and not keywords \
                 and isinstance(arguments[0], TensorRef):
             other = self.tensors.facts(st, arguments[0])
-            dtype = _same_or_other(facts.dtype, other.dtype, "dtype")
-            device = _same_or_other(facts.device, other.device, "device")
-            if dtype == "other dtype" or device == "other device":
+            dtype = _differs([(facts.dtype, other.dtype)])
+            device = _differs([(facts.device, other.device)])
+            if dtype or device:
                 return "other tensor kind"
-            return "same tensor kind" if dtype and device else None
+            return "same tensor kind" if dtype is device is False else None
         if name == "type" and len(arguments) == 1 and not keywords:
-            return _same_or_other(facts.dtype, dtype_named(arguments[0]), "dtype")
+            return _kind(_differs([(facts.dtype, dtype_named(arguments[0]))]), "dtype")
         if name == "to":
             return self._to_kind(facts, arguments, keywords)
         return None
@@ -238,14 +235,10 @@ class TensorKinds(Room):
                 return None  # a value not known to be either (a variable)
         if dtype is None and device is None:
             return None
-        verdicts = []
-        if dtype is not None:
-            verdicts.append(_same_or_other(facts.dtype, dtype_named(dtype), "dtype"))
-        if device is not None:
-            verdicts.append(_same_or_other(facts.device, device_named(device), "device"))
-        if None in verdicts:
+        differs = _differs(_asked(facts, dtype, device))
+        if differs is None:
             return None
-        if any(verdict.startswith("other") for verdict in verdicts):
+        if differs:
             return "other dtype"  # a copy either way
         return "same dtype" if device is None else "same device" if dtype is None \
             else "same dtype and device"
@@ -255,15 +248,33 @@ class TensorKinds(Room):
         """Whether ``torch.asarray(tensor, dtype=..., device=...)`` (and ``as_tensor``)
         must copy: False when nothing is asked or what is asked is what the tensor is,
         True when it differs, None when either is not known."""
-        facts = self.tensors.facts(st, tensor)
-        verdicts = []
-        if dtype is not None and dtype != Const(None):
-            verdicts.append(_same_or_other(facts.dtype, dtype_named(dtype), "dtype"))
-        if device is not None and device != Const(None):
-            verdicts.append(_same_or_other(facts.device, device_named(device), "device"))
-        if None in verdicts:
-            return None
-        return any(verdict.startswith("other") for verdict in verdicts)
+        return _differs(_asked(self.tensors.facts(st, tensor),
+                               None if dtype == Const(None) else dtype,
+                               None if device == Const(None) else device))
+
+
+def _asked(facts: TensorFacts, dtype: Optional[Value], device: Optional[Value]) -> list:
+    """(what the tensor is, what the call asks for) for the dtype and the device a call
+    names (None: not asked)."""
+    pairs = []
+    if dtype is not None:
+        pairs.append((facts.dtype, dtype_named(dtype)))
+    if device is not None:
+        pairs.append((facts.device, device_named(device)))
+    return pairs
+
+
+def _differs(pairs: list) -> Optional[bool]:
+    """Whether what a tensor is differs from what a call asks for, in any of ``pairs``
+    (``(have, want)``); None when either side of one is not known."""
+    if any(have is None or want is None for have, want in pairs):
+        return None
+    return any(have != want for have, want in pairs)
+
+
+def _kind(differs: Optional[bool], what: str) -> Optional[str]:
+    """The input kind ``same <what>`` / ``other <what>`` (None: not known)."""
+    return None if differs is None else f"{'other' if differs else 'same'} {what}"
 
 
 def _asked_dtype(name: str, arguments: list, keywords: dict) -> Optional[str]:
@@ -301,12 +312,6 @@ def device_named(value: Value) -> Optional[str]:
     if isinstance(value, TorchDevice):
         return value.name
     return None
-
-
-def _same_or_other(have: Optional[str], want: Optional[str], what: str) -> Optional[str]:
-    if have is None or want is None:
-        return None
-    return f"same {what}" if have == want else f"other {what}"
 
 
 def _common(values: Iterable[Optional[str]]) -> Optional[str]:

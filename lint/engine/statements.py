@@ -22,7 +22,7 @@ from gradguard.domain.values import (
     TensorRef,
     Value,
 )
-from gradguard.engine.common import dotted, rebind_instance, source_text, tri_of
+from gradguard.engine.common import bind_held, dotted, rebind_instance, source_text, tri_of
 from gradguard.engine.constants import integer
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.inplace import inplace_chain_head
@@ -179,13 +179,7 @@ class Statements(Room):
         if isinstance(owner, ModuleObj) and owner.kind in CONTAINERS:
             # block.act = nn.ReLU(): the container runs the new layer in the old one's place
             self._rebind_layer(target.value, set_child(owner, attr, value), st)
-        if isinstance(owner, Instance):  # the object holds it, whatever name reaches it
-            updated = owner.with_attributes({attr: value})
-            value = updated.attribute(attr)
-            st.bind(path, value)
-            rebind_instance(st, updated)
-        else:
-            st.bind(path, value)
+        value = bind_held(st, path, owner, attr, value)
         if isinstance(value, TensorRef):
             self.file.labels.setdefault(value.obj, path)
 

@@ -135,14 +135,16 @@ class TorchCalls(Room):
         it); a list or tuple is copied into a new tensor, as ``torch.tensor`` does (its
         items' graphs are not: GG310)."""
         if isinstance(arg0, TensorRef):
+            by_position = op.name == "as_tensor"  # asarray takes them by keyword only
+            dtype = self.callees.argument(node, args, "dtype", 1 if by_position else None)
+            device = self.callees.argument(node, args, "device", 2 if by_position else None)
             copy = self.callees.argument(node, args, "copy")
-            dtype = self.callees.argument(node, args, "dtype", 1 if op.name == "as_tensor"
-                                          else None)
-            device = self.callees.argument(node, args, "device", 2 if op.name == "as_tensor"
-                                           else None)
-            converts = True if copy == Const(True) else None if copy not in (
-                None, Const(None), Const(False)) else self.kinds.converts_to(
-                    st, arg0, dtype, device)
+            if copy == Const(True):
+                converts = True
+            elif copy in (None, Const(None), Const(False)):
+                converts = self.kinds.converts_to(st, arg0, dtype, device)
+            else:
+                converts = None
             verdicts = self.knowledge.conversions.get(op.key(), {})
             if converts is False and verdicts.get("same dtype") == "self":
                 return arg0

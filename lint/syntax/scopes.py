@@ -413,7 +413,7 @@ def _grown_names(call: cst.BaseExpression, owner: str) -> set:
     grows or ``self.log_probs.clear()`` (``pop``, ``remove``...) changes, when
     ``owner`` is ``self``: the object holds another list after it."""
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
-            and call.func.attr.value in LIST_GROWERS \
+            and call.func.attr.value in LIST_GROWERS | LIST_CHANGERS \
             and isinstance(call.func.value, cst.Attribute) \
             and isinstance(call.func.value.value, cst.Name) \
             and call.func.value.value.value == owner:
@@ -421,8 +421,9 @@ def _grown_names(call: cst.BaseExpression, owner: str) -> set:
     return set()
 
 
-LIST_GROWERS = frozenset({"append", "extend", "insert", "clear", "pop", "remove", "sort",
-                          "reverse"})
+LIST_GROWERS = frozenset({"append", "extend", "insert"})
+# list methods that change which items it holds, besides growing it
+LIST_CHANGERS = frozenset({"clear", "pop", "remove", "sort", "reverse"})
 
 
 def assigned_self_attrs(method: cst.FunctionDef) -> set:
