@@ -333,6 +333,32 @@ def test_watch_lints_again_after_each_change(project, capsys):
     assert captured.err.startswith("gradguard: watching for changes")
 
 
+def test_watch_sees_an_edit_saved_while_it_lints(project, monkeypatch, capsys):
+    """An edit saved after the run read the file but before it ended is linted again (the
+    stamps are taken before the run, not after it)."""
+    from gradguard.frontends import watch
+    project("a.py", "x = 1\n")
+    runs, real_run = [], watch.run_check
+
+    def run_then_edit(paths, options):
+        status = real_run(paths, options)
+        if not runs:
+            project("a.py", GG101)
+        runs.append(status)
+        return status
+
+    waits = iter(range(3))
+
+    def wait(seconds):
+        if len(runs) > 1 or next(waits, None) is None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch, "run_check", run_then_edit)
+    status = watch_check(["."], CheckOptions(no_cache=True, watch=True), wait)
+    assert runs == [0, 1] and status == 1
+    assert "a.py:3:1: GG101" in capsys.readouterr().out
+
+
 def test_watch_sees_new_files_and_settings(project):
     project("a.py")
     options = CheckOptions(watch=True)

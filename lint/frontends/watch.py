@@ -37,8 +37,7 @@ def watch_check(paths: Sequence[str], options: CheckOptions,
         raise click.UsageError("--watch cannot lint standard input")
     options = replace(options, watch=False)
     click.echo("gradguard: watching for changes (Ctrl-C to stop)", err=True)
-    status = run_check(paths, options)
-    seen = snapshot(paths, options)
+    status, seen = _lint(paths, options)
     try:
         while True:
             wait(POLL_SECONDS)
@@ -48,13 +47,21 @@ def watch_check(paths: Sequence[str], options: CheckOptions,
             click.echo(f"gradguard: {datetime.now():%H:%M:%S} a file changed: linting again",
                        err=True)
             try:
-                status = run_check(paths, options)
+                status, seen = _lint(paths, options)
             except click.ClickException as error:
                 error.show()
-                status = error.exit_code
-            seen = snapshot(paths, options)  # after the run: what --fix wrote is no change
+                status, seen = error.exit_code, now
     except KeyboardInterrupt:
         return status
+
+
+def _lint(paths: Sequence[str], options: CheckOptions) -> tuple[int, Stamps]:
+    """Run ``check``; return its status and the stamps its findings are of. They are taken
+    before the run, so an edit saved while it lints is seen at the next poll; with
+    ``--fix`` after it, since what the fixes wrote is no change to lint again for."""
+    before = snapshot(paths, options)
+    status = run_check(paths, options)
+    return status, snapshot(paths, options) if options.fix else before
 
 
 def snapshot(paths: Sequence[str], options: CheckOptions) -> Stamps:
