@@ -54,11 +54,6 @@ def test_torch_shows_the_bug_and_clears_the_look_alike(program, python):
 # Look-alikes gradguard still claims a hazard on: open false positives, each with what is
 # wrong (the test fails the day one is fixed, so it leaves this list).
 KNOWN_FALSE_POSITIVES = {
-    # a backward in a loop that recomputes its forward in a comprehension each call: the
-    # save keys of its two passes (the freed one and its "*again" twin) run out in the
-    # loop's third abstract pass
-    "time/examples_reinforce_finish_episode_resampled":
-        "GG207 where each call recomputes the forward",
     # the class's `inplace` flag is False in every construction in the file, but the
     # forward analysed on its own assumes it true (a condition finding): construction
     # arguments do not yet flow into `self.*` flags as callers' flags flow into arguments

@@ -364,6 +364,12 @@ class State:
         for name, value in zip(self._effect_names, effect):
             setattr(self, name, value)
 
+    def join_effect(self, effect: tuple) -> None:
+        """Join what code that may not run (or run more than once) handed back with what
+        held before it: the saves either made, the saves both left freed, ..."""
+        for (name, join), value in zip(self._effect_joins, effect):
+            setattr(self, name, join(getattr(self, name), value))
+
     # ----------------------------------------------------------------- names
     def lookup(self, path: str) -> Optional[Value]:
         """A name or attribute path: a local binding, else a global one unless the path's
@@ -457,6 +463,8 @@ def _derive_operations(cls: type) -> None:
     cls._context = _values_of(cls._context_names)
     cls._effect_names = tuple(field.name for field in fields if field.call == EFFECT)
     cls._effect = _values_of(cls._effect_names)
+    cls._effect_joins = tuple((field.name, field.join) for field in fields
+                              if field.call == EFFECT)
 
 
 _derive_operations(State)

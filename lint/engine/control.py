@@ -351,8 +351,9 @@ class ControlFlow(Room):
                 value = self._unrolled(node, items, inner)
                 # what its elements' graphs saved and what they wrote, as after a call
                 st.apply_effect(inner.call_effect())
-            else:
-                value = self._some_element(node, iterable, inner)
+            else:  # its element's graph saved it once, or for each of many items, or
+                value = self._some_element(node, iterable, inner)  # never (none)
+                st.join_effect(inner.call_effect())
         finally:
             self._comprehensions.pop()
         st.heap.update(inner.heap)  # objects the comprehension changed stay changed
