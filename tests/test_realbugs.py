@@ -53,13 +53,7 @@ def test_torch_shows_the_bug_and_clears_the_look_alike(program, python):
 
 # Look-alikes gradguard still claims a hazard on: open false positives, each with what is
 # wrong (the test fails the day one is fixed, so it leaves this list).
-KNOWN_FALSE_POSITIVES = {
-    # the class's `inplace` flag is False in every construction in the file, but the
-    # forward analysed on its own assumes it true (a condition finding): construction
-    # arguments do not yet flow into `self.*` flags as callers' flags flow into arguments
-    "time/gradcam_yolov5_eval_detect_inplace":
-        "GG201 under `self.inplace`, which every construction sets False",
-}
+KNOWN_FALSE_POSITIVES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("program", [

@@ -40,7 +40,6 @@ from gradguard.engine.common import (
     change_throughout,
     dotted,
     forget_objects,
-    rebind_instance,
     source_text,
     tri_of,
 )

@@ -49,6 +49,7 @@ from gradguard.engine.common import (
     forget_rebindable,
     rebind_instance,
 )
+from gradguard.engine.constructions import Constructions, agreed, flag_of
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.engine.summaries import (
@@ -87,6 +88,7 @@ class UserCalls(Room):
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
         self.caller_flags: dict[int, dict] = {}
         self._word_counts: Optional[Counter] = None  # see _words
+        self._constructions: Optional[Constructions] = None  # see constructions
         self.scope_globals: Optional[dict] = None  # a function body's globals (None: module)
         self.summaries = SummaryTable()  # this file's: keys hold its nodes
 
@@ -121,10 +123,17 @@ class UserCalls(Room):
         per_site = list(sites.values())
         known = {}
         for param in per_site[0]:
-            passed = set().union(*(site.get(param, {_NO_FLAG}) for site in per_site))
-            if len(passed) == 1 and _NO_FLAG not in passed:
-                known[param] = Const(passed.pop()[1])
+            value = agreed(per_site, param)
+            if value is not None:
+                known[param] = value
         return known
+
+    @property
+    def constructions(self) -> Constructions:
+        """The constructions of the file's classes followed so far, and their flags."""
+        if self._constructions is None:
+            self._constructions = Constructions(self.file.scope, self._words())
+        return self._constructions
 
     def _words(self) -> Counter:
         """How often each word is written in the file (a name's whole-word mentions),
@@ -141,9 +150,7 @@ class UserCalls(Room):
         for param in _all_params(definition.params):
             name = param.name.value
             value = bindings.get(name) if name in bindings else _flag_default(param)
-            flag = (type(value.value), value.value) \
-                if isinstance(value, Const) and isinstance(value.value, FLAGS) else _NO_FLAG
-            passed.setdefault(name, set()).add(flag)
+            passed.setdefault(name, set()).add(flag_of(value))
 
     def start_scope(self, globals_: Optional[dict]) -> None:
         """A new top-level scope (the module body, or one function body) is analysed."""
@@ -287,6 +294,8 @@ class UserCalls(Room):
         attrs = self_attributes(init.node, end, frozenset())
         if info.is_module:  # nn.Module.__init__ puts it in training mode
             attrs.setdefault("training", Const(True))
+        if init.module is self.file.scope:
+            self.constructions.record(info, call, attrs, self.stack.constructing)
         container = self.file.containers.get(instance.obj)
         if container is not None:
             attrs[CONTAINER] = container
@@ -543,12 +552,6 @@ def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: i
             bound[positional[position].name.value] = value
             position += 1
     return bound
-
-
-# the constants a caller's argument flows as (``entry_flags``): each kept with its type,
-# so that ``1`` and ``True`` (equal in a set) stay two values
-FLAGS = (bool, type(None), int, float, str)
-_NO_FLAG = object()  # an argument that is no known constant
 
 
 def _flag_default(param: cst.Param) -> Value:

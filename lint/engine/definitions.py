@@ -123,7 +123,10 @@ class Definitions(Room):
                     if facts is not None:
                         st.bind(param.name.value, self.tensors.new_tensor(st, id(param), facts))
             st.heap.merge(self_value.info.heap)
-            for attr, attr_value in self_value.info.attrs.items():
+            attrs = self_value.info.attrs
+            # the flags as every construction of the file set them, if they agree
+            attrs = {**attrs, **self.calls.constructions.as_built(self_value.info, attrs)}
+            for attr, attr_value in attrs.items():
                 st.env[f"{name}.{attr}"] = attr_value
         self.method = (params[0].name.value, node) \
             if self_value is not None and params and not _is_static(node) else None

@@ -14,7 +14,6 @@ from gradguard.domain.values import (
     NUMBER,
     UNKNOWN,
     Const,
-    Instance,
     IterableOf,
     KeyedItems,
     ModuleObj,
