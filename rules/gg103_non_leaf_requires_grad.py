@@ -57,6 +57,17 @@ class NonLeafRequiresGrad(Rule):
         if event.is_leaf is not Tri.NO or (event.method and event.flag is not Tri.NO):
             return  # a leaf's flag, or requires_grad_(True): torch lets it through
         what = "`requires_grad_(False)`" if event.method else "setting `requires_grad`"
+        if event.parameter is not None and event.placed is not None:
+            self.report(
+                event.node,
+                f"{what} on {quote(event.tensor_text)} reaches {quote(event.parameter)}, a "
+                "parameter that is no longer a leaf (a tensor computed from tensors that "
+                f"require grad was put in its module's `_parameters` at line "
+                f"{self.line_of(event.placed)}): torch raises \"you can only change "
+                "requires_grad flags of leaf variables\". Freeze the tensors it is computed "
+                "from, or leave the flag of a computed parameter alone",
+            )
+            return
         if event.parameter is not None:
             self.report(
                 event.node,

@@ -213,6 +213,9 @@ class RequiresGradSet:
     # ``for`` over ``parameters()``) and one of them is not a leaf: that one, as written
     # (a value that requires grad was written into it after it stopped requiring grad)
     parameter: Optional[str] = None
+    # where that parameter was made a computed tensor (``layer._parameters[name] = t``),
+    # if it was
+    placed: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

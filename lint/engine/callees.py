@@ -278,7 +278,7 @@ class Callees(Room):
             if found is not None and isinstance(node.func, cst.Attribute):
                 self.engine.dispatch("requires_grad_set", RequiresGradSet(
                     node, source_text(node.func.value), flag, True, Tri.NO,
-                    parameter=self.modules.label(found)))
+                    parameter=self.modules.label(found), placed=self.modules.placed.get(found)))
             self.modules.set_parameters_requires_grad(st, owned, flag)
             return owner
         if name == "forward" and isinstance(owner, ModuleObj):

@@ -53,6 +53,8 @@ class Modules(Room):
         # module object -> the layer as last read: whose names are its parameters
         self.layers_read: dict[Hashable, ModuleObj] = {}
         self._every_pass: dict[int, dict] = {}  # module tree -> ``loops.every_pass`` of it
+        # a layer's parameter object -> the ``layer._parameters[name] = t`` that replaced it
+        self.placed: dict = {}
 
     def module_attribute(self, st: State, module: ModuleObj, attr: str,
                           path: Optional[str]) -> Value:

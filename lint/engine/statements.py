@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.domain.events import InplaceWrite
+from gradguard.domain.facts import TensorFacts
 from gradguard.domain.state import State
 from gradguard.domain.values import (
     NUMBER,
@@ -25,6 +26,7 @@ from gradguard.engine.common import bind_held, dotted, rebind_instance, source_t
 from gradguard.engine.constants import integer
 from gradguard.engine.containers import CONTAINERS, set_child, stored_item
 from gradguard.engine.inplace import inplace_chain_head
+from gradguard.engine.modules import parameters_of
 from gradguard.engine.room import Room
 from gradguard.engine.shapes import Shape
 from gradguard.knowledge import OpName
@@ -113,6 +115,8 @@ class Statements(Room):
         elif isinstance(target, cst.Attribute):
             self._bind_attribute(target, value, st, node)
         elif isinstance(target, cst.Subscript):
+            if self._store_parameter(target, value, st, node):
+                return
             base = self.expressions.evaluate(target.value, st)
             if isinstance(base, TensorRef) and self._maybe_a_list(target, base, st):
                 return  # ``features[0] = ...`` in a forward: a list's item, or a tensor's row
@@ -205,6 +209,29 @@ class Statements(Room):
             return False
         index = self.expressions.evaluate(target.slice[0].slice.value, st)
         return index is NUMBER or integer(index) is not None
+
+    def _store_parameter(self, target: cst.Subscript, value: Value, st: State,
+                         node: cst.CSTNode) -> bool:
+        """``layer._parameters["weight"] = tensor`` (a meta-learner's functional update):
+        the layer's parameter is that tensor's value now, which ``parameters()`` yields,
+        a non-leaf when it was computed. Whether the target was one (a constant name of
+        one of a torch layer's parameters)."""
+        registry = target.value
+        if not (isinstance(registry, cst.Attribute) and registry.attr.value == "_parameters"
+                and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)):
+            return False
+        layer = self.expressions.evaluate(registry.value, st)
+        name = self.expressions.evaluate(target.slice[0].slice.value, st)
+        if not (isinstance(layer, ModuleObj) and isinstance(name, Const)
+                and name.value in parameters_of(layer, self.knowledge)):
+            return False
+        self.modules.layers_read[layer.obj] = layer
+        self.modules.placed[(layer.obj, name.value)] = node
+        facts = self.tensors.facts(st, value) if isinstance(value, TensorRef) else TensorFacts()
+        st.heap[(layer.obj, name.value)] = TensorFacts(  # a tensor of its own: its leafness
+            requires_grad=facts.requires_grad, is_leaf=facts.is_leaf,
+            grad_origin=facts.grad_origin)
+        return True
 
     def _store_item(self, target: cst.Subscript, container: Value, value: Value,
                     st: State) -> None:

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Hashable, Optional
 
 import libcst as cst
 
@@ -190,7 +190,8 @@ class TensorMethods(Room):
                 if is_leaf is not Tri.NO else None
             self.engine.dispatch("requires_grad_set", RequiresGradSet(
                 node, text, flag, method, Tri.NO if parameter is not None else is_leaf,
-                parameter=parameter))
+                parameter=self.modules.label(parameter) if parameter is not None else None,
+                placed=self.modules.placed.get(parameter)))
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves (or keeps the flag): nothing changes
         if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
@@ -207,17 +208,16 @@ class TensorMethods(Room):
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
 
     def _non_leaf_of_all(self, st: State, tensor: TensorRef, node: cst.CSTNode,
-                         text: str) -> Optional[str]:
-        """``p.requires_grad = flag`` on every pass of ``for p in model.parameters()``: the
-        label of a parameter of the model that is no longer a leaf (on its pass torch
-        raises), or None."""
+                         text: str) -> Optional[Hashable]:
+        """``p.requires_grad = flag`` on every pass of ``for p in model.parameters()``: a
+        parameter of the model that is no longer a leaf (on its pass torch raises), or
+        None."""
         if not (isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS) \
                 or not self.modules.sets_every_parameter(node, text):
             return None
         owner = tensor.obj[0]
-        found = self.modules.non_leaf_parameter(
+        return self.modules.non_leaf_parameter(
             st, self.saved.owned.get(owner, frozenset((owner,))))
-        return self.modules.label(found) if found is not None else None
 
 
 # Tensor methods that return a Python number.
