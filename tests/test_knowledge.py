@@ -75,3 +75,11 @@ def test_an_entry_added_to_a_copy_of_the_table_teaches_the_engine():
     taught = TorchAPI({**load().data, "saved_ops": table})
     assert findings(PRELU_INPUT_WRITTEN, Session(knowledge=taught)) == {(6, "GG201")}
     assert findings(PRELU_INPUT_WRITTEN) == set()  # the process's tables are untouched
+
+
+def test_the_views_a_helper_may_return_are_views_to_torch():
+    """``relevance.RETURNED_VIEWS`` (a function of an imported module returning one is
+    analysed) names only methods the knowledge knows may return a view."""
+    from gradguard.syntax.relevance import RETURNED_VIEWS
+    api = load()
+    assert RETURNED_VIEWS <= api.view_methods | api.multi_view_methods | api.maybe_view_methods

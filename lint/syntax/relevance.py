@@ -24,6 +24,13 @@ MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential"
 CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict",
                                "tensor", "as_tensor"})
 KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
+# Methods whose result may share its input's storage (a subset of the knowledge's view
+# tables: tests/test_knowledge.py): a function of another module that hands one back
+# (``return x.view(b, t, h, d)``) gives its caller a view to write into or ``detach_()``
+RETURNED_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "flatten",
+                            "transpose", "permute", "t", "narrow", "select", "squeeze",
+                            "unsqueeze", "unflatten", "expand", "expand_as", "movedim",
+                            "diagonal", "unfold", "chunk", "split", "unbind"})
 ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 
 
@@ -117,7 +124,8 @@ def module_names_that_matter(source: str) -> dict[str, bool]:
     names: dict[str, bool] = {}
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names[statement.name] = may_matter(ast_events(statement))
+            names[statement.name] = may_matter(ast_events(statement)) \
+                or returns_a_view(statement)
         elif isinstance(statement, ast.ClassDef):
             names[statement.name] = True
         else:
@@ -127,3 +135,15 @@ def module_names_that_matter(source: str) -> dict[str, bool]:
                 elif isinstance(node, ast.alias):
                     names[(node.asname or node.name).split(".")[0]] = True
     return names
+
+
+def returns_a_view(function: ast.AST) -> bool:
+    """Whether a function returns the result of a method that may hand back a view of
+    its input (``RETURNED_VIEWS``), alone or in a tuple: its caller holds a view."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if any(isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                   and value.func.attr in RETURNED_VIEWS for value in values):
+                return True
+    return False
