@@ -262,7 +262,9 @@ class Callees(Room):
         if name in ("train", "eval") and (isinstance(owner, ModuleObj) or isinstance(
                 owner, Instance) and owner.info.is_module):
             return self._set_training(st, node, owner, name, args)
-        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type"):
+        if name in ("train", "eval", "to", "cuda", "cpu", "float", "double", "half", "type") \
+                and not (isinstance(owner, Instance) and not owner.info.is_module
+                         and name in owner.info.methods):  # a trainer's own ``train()``
             return owner  # modules convert in place and return themselves
         if name == "apply" and isinstance(owner, (ModuleObj, Instance)) and args and (
                 isinstance(args[0], Partial) or isinstance(args[0], FunctionVal)
