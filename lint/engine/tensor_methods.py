@@ -162,11 +162,7 @@ class TensorMethods(Room):
                 return self.tensors.new_tensor(st, id(node), TensorFacts(
                     requires_grad=Tri.NO, is_leaf=Tri.YES, producer=name,
                     why_no_grad=Origin(node, f"converted to an integer dtype by `{name}`")))
-            facts = self.tensors.facts(st, tensor)
-            requires_grad = facts.requires_grad & st.grad
-            return self.tensors.new_tensor(st, id(node), TensorFacts(
-                requires_grad=requires_grad, producer=name,
-                why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
+            return self._itself_or_copy(st, node, tensor, name)
         if name.startswith("new_") and name[4:] in ("zeros", "ones", "empty", "full", "tensor"):
             return self.torch.factory(st, node, args, f"`{name}`", name=name, like=tensor)
         if returns_values_and_indices(name, self.callees.argument(node, args, "dim", 0)):
@@ -176,6 +172,20 @@ class TensorMethods(Room):
                 node, args, (tensor, source_text(receiver_node)), op)
             return self.tensors.op_result(st, node, [tensor, *args], op, operands)
         return UNKNOWN
+
+    def _itself_or_copy(self, st: State, node: cst.Call, tensor: TensorRef,
+                        name: str) -> TensorRef:
+        """``x.contiguous()``, ``x.float()``, ``x.to(d)`` where what ``x`` is is not known:
+        ``x`` itself, a view of it or a copy computed from it, so a new tensor whose
+        leafness is unknown. Where grad is recorded its graph holds ``x``'s saves on every
+        path (a copy's graph is ``x``'s, and the copy saves nothing more)."""
+        self.tensors.allocate(st, id(node))  # before reading ``x``: ``x = x.float()``
+        facts = self.tensors.facts(st, tensor)
+        requires_grad = facts.requires_grad & st.grad
+        saves = self.tensors.saves_of(st, tensor) if st.grad is Tri.YES else EMPTY_SAVES
+        return self.tensors.new_tensor(st, id(node), TensorFacts(
+            requires_grad=requires_grad, producer=name, saves=saves,
+            why_no_grad=facts.why_no_grad if requires_grad is Tri.NO else None))
 
     def set_requires_grad(self, st: State, tensor: TensorRef, flag: Tri, node: cst.CSTNode,
                           how: str, text: Optional[str] = None, method: bool = False) -> None:

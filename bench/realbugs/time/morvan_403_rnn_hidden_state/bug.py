@@ -38,8 +38,8 @@ for step in range(3):
     x = torch.from_numpy(np.sin(steps)[np.newaxis, :, np.newaxis])
     y = torch.from_numpy(np.cos(steps)[np.newaxis, :, np.newaxis])
 
-    prediction, h_state = rnn(x, h_state)  # culprit: -
+    prediction, h_state = rnn(x, h_state)
     loss = loss_func(prediction, y)
     optimizer.zero_grad()
-    loss.backward()
+    loss.backward()  # culprit: GG207
     optimizer.step()

@@ -19,7 +19,7 @@ class Model(nn.Module):
         self.hidden = self.init_hidden(batch_size)
 
     def forward(self, x):
-        out, self.hidden = self.rnn(x, self.hidden)  # culprit: -
+        out, self.hidden = self.rnn(x, self.hidden)
         out = out.contiguous().view(-1, self.hidden_dim)
         return self.fc(out), self.hidden
 
@@ -39,5 +39,5 @@ for epoch in range(1, 3):
     optimizer.zero_grad()
     output, hidden = model(input_seq)
     loss = criterion(output, target_seq.view(-1).long())
-    loss.backward()
+    loss.backward()  # culprit: GG207
     optimizer.step()

@@ -41,7 +41,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         mem_rec, spk_rec = [], []
-        for step in range(self.num_steps):  # culprit: -
+        for step in range(self.num_steps):
             spk_out, mem_out = self.net(x)
             spk_rec.append(spk_out)
             mem_rec.append(mem_out)
@@ -56,5 +56,5 @@ for data, targets in train_loader:
     spk_rec, mem_rec = net(data)
     loss_val = sum(nn.functional.cross_entropy(mem_rec[step], targets) for step in range(net.num_steps))
     optimizer.zero_grad()
-    loss_val.backward()
+    loss_val.backward()  # culprit: GG207
     optimizer.step()

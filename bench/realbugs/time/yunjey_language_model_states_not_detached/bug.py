@@ -40,8 +40,8 @@ for epoch in range(num_epochs):
         inputs = ids[:, i:i + seq_length]
         targets = ids[:, (i + 1):(i + 1) + seq_length].contiguous()
         model.zero_grad()
-        outputs, states = model(inputs, states)  # culprit: -
+        outputs, states = model(inputs, states)
         loss = criterion(outputs, targets.view(-1))
-        loss.backward()
+        loss.backward()  # culprit: GG207
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
