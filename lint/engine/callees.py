@@ -104,7 +104,7 @@ class Callees(Room):
                     # an older one: ``Tensors._hold_apart``)
                     now = st.lookup(dotted(func.value))
                     owner = now if isinstance(now, (Seq, IterableOf)) else owner
-                    return self._grow_list(st, dotted(func.value), owner, func.attr.value, args)
+                    return self.grow_list(st, dotted(func.value), owner, func.attr.value, args)
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
                     return dict_view(owner, func.attr.value)
@@ -161,7 +161,7 @@ class Callees(Room):
         if isinstance(optimizer, Optimizer):
             self.file.containers[instance.obj] = optimizer
 
-    def _grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
+    def grow_list(self, st: State, path: str, current: Value, method: str, args: list) -> Value:
         """``outs.append(y)``: the list now holds ``y`` too (its graph, its saves)."""
         added = args[-1] if args else UNKNOWN
         if isinstance(current, Seq) and method in ("append", "extend"):

@@ -266,6 +266,10 @@ class Statements(Room):
             result = self.tensors.op_result(st, node, (current, operand),
                                             OpName.of("operator", "matmul"), {
                 "0": (current, source_text(node.target)), "1": (operand, source_text(node.value))})
+        elif isinstance(current, (Seq, IterableOf)) and operator == "+=" \
+                and dotted(node.target) is not None:  # ``layers += [conv, act]``: extend
+            self.callees.grow_list(st, dotted(node.target), current, "extend", [operand])
+            return st
         elif current is NUMBER or isinstance(current, Const):
             result = NUMBER if operand is NUMBER or isinstance(operand, Const) else UNKNOWN
         else:
