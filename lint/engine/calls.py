@@ -39,6 +39,7 @@ from gradguard.domain.values import (
     Const,
     FunctionVal,
     Instance,
+    ModuleObj,
     TensorRef,
     Value,
     join_values,
@@ -66,6 +67,7 @@ from gradguard.syntax.scopes import (
     ClassScope,
     FunctionScope,
     assigned_self_attrs,
+    called_self_attrs,
     closure_bindings,
     module_overlays,
     owner_of,
@@ -204,7 +206,7 @@ class UserCalls(Room):
                 definition.name.value != "forward"
                 and not self.worth_following(definition, method.module)
                 and not rebinds_outer_names(method) and not self._own_helper(instance)
-                and not _rebinds_self(method)
+                and not _rebinds_self(method) and not _runs_held_layer(instance, method)
                 and not self._receives_graph(st, args)):
             forget_objects(st, [instance, *args])
             return None
@@ -550,6 +552,19 @@ def _is_static(definition: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod",
                                                                          "classmethod")
                for d in definition.decorators)
+
+
+def _runs_held_layer(instance: Instance, method: FunctionVal) -> bool:
+    """Whether a method calls a layer or module its object holds (``self.critic(obs)``):
+    what it returns may hold that forward's graph, which outlives the call (advantages a
+    learner's helper computes through its critic, then backpropagated in a loop)."""
+    called = method.scope.called_self_attrs if isinstance(method.scope, FunctionScope) \
+        else called_self_attrs(method.node)
+    return any(_is_layer(instance.attribute(name)) for name in called)
+
+
+def _is_layer(value: Optional[Value]) -> bool:
+    return isinstance(value, ModuleObj) or isinstance(value, Instance) and value.info.is_module
 
 
 def _rebinds_self(method: FunctionVal) -> bool:
