@@ -40,6 +40,7 @@ from gradguard.domain.values import (
     FunctionVal,
     Instance,
     ModuleObj,
+    Seq,
     TensorRef,
     Value,
     join_values,
@@ -246,11 +247,13 @@ class UserCalls(Room):
         return (UNKNOWN if result is None else result), after
 
     def _receives_graph(self, st: State, args: list) -> bool:
-        """Whether a call is handed a tensor that requires grad: what it returns may hold
-        that graph (a loss a helper computes from the model's output), whose saves a
+        """Whether a call is handed a tensor that requires grad, or a tuple or list of
+        them: what it returns may hold that graph (a loss a helper computes from the
+        model's output, the losses ``ensure_tuple(losses)`` hands back), whose saves a
         later backward needs or frees."""
-        return any(isinstance(arg, TensorRef) and arg.obj in st.heap
-                   and st.heap[arg.obj].requires_grad is Tri.YES for arg in args)
+        return any(isinstance(tensor, TensorRef) and tensor.obj in st.heap
+                   and st.heap[tensor.obj].requires_grad is Tri.YES
+                   for arg in args for tensor in (arg.items if isinstance(arg, Seq) else (arg,)))
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
