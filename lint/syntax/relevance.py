@@ -39,18 +39,6 @@ def may_matter(events: Iterable[tuple[str, str]]) -> bool:
     return any(_matters(kind, name) for kind, name in events)
 
 
-def matters_or_calls(events: Iterable[tuple[str, str]]) -> tuple[bool, set]:
-    """``may_matter``, read up to the first event that matters; where none does, also the
-    names the events call (whose functions may matter in turn)."""
-    called = set()
-    for kind, name in events:
-        if _matters(kind, name):
-            return True, called
-        if kind == "call":
-            called.add(name)
-    return False, called
-
-
 def _matters(kind: str, name: str) -> bool:
     return writes_or_sets_flag(kind, name) or kind == "name" and name in MAKERS \
         or kind == "call" and (name in CALLS_THAT_MATTER or name in MAKERS
