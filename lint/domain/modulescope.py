@@ -12,6 +12,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.syntax.positions import Positions
+from gradguard.syntax.relevance import Reach
 
 
 @dataclass(eq=False)
@@ -26,6 +27,15 @@ class ModuleScope:
     text: Optional[str] = None  # the source it was parsed from
     _positions: Optional[Positions] = None
     reads: frozenset = frozenset()  # the project files its analysis read (see note_read)
+    _reach: Optional[Reach] = None
+
+    @property
+    def reach(self) -> Reach:
+        """How far each of its functions is from one whose syntax may matter (read once,
+        on the first question: ``relevance.Reach``)."""
+        if self._reach is None:
+            self._reach = Reach(self.module)
+        return self._reach
 
     @property
     def positions(self) -> Positions:

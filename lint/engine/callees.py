@@ -211,6 +211,8 @@ class Callees(Room):
         if isinstance(callee, ModuleObj) or (isinstance(callee, Instance)
                                              and callee.info.is_module):
             return self.modules.call_with_hooks(st, node, callee, args)
+        if isinstance(callee, Instance) and "__call__" in callee.info.methods:
+            return self._called_instance(st, node, callee, args)
         if isinstance(callee, ClassVal):
             return self.calls.construct(st, node, callee.info, args)
         if isinstance(callee, FunctionApply):
@@ -220,6 +222,14 @@ class Callees(Room):
         if callee is UNKNOWN:
             self.opaque_call(st, node, args)
         return UNKNOWN
+
+    def _called_instance(self, st: State, node: cst.Call, instance: Instance,
+                         args: list) -> Value:
+        """``embedder(sentences)`` for an instance of a file's class (not a module) that
+        defines ``__call__``: that method, as a method call."""
+        result = self.calls.call_method(st, node, instance, instance.info.methods["__call__"],
+                                        args)
+        return UNKNOWN if result is None else result
 
     def opaque_call(self, st: State, node: cst.Call, args: list) -> None:
         """A call the engine cannot see into (``quantize_(model, cfg)``, ``freeze(model)``)

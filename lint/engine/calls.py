@@ -30,6 +30,7 @@ from typing import Optional
 import libcst as cst
 
 from gradguard.domain.facts import Tri
+from gradguard.domain.modulescope import ModuleScope
 from gradguard.domain.state import Heap, State, join_all
 from gradguard.domain.values import (
     CONTAINER,
@@ -38,6 +39,8 @@ from gradguard.domain.values import (
     Const,
     FunctionVal,
     Instance,
+    ModuleObj,
+    Seq,
     TensorRef,
     Value,
     join_values,
@@ -61,11 +64,12 @@ from gradguard.engine.summaries import (
     hashable,
     heap_writes,
 )
-from gradguard.syntax.relevance import cst_events, matters_or_calls
+from gradguard.syntax.relevance import cst_events, may_matter
 from gradguard.syntax.scopes import (
     ClassScope,
     FunctionScope,
     assigned_self_attrs,
+    called_self_attrs,
     closure_bindings,
     module_overlays,
     owner_of,
@@ -82,8 +86,6 @@ class UserCalls(Room):
         super().__init__(engine, **contexts)
         self.module_env: dict = {}  # the module body's bindings when it made a call
         self._worth: dict[int, bool] = {}
-        self._swapping: dict[int, bool] = {}  # module-level def -> whether it swaps layers
-        self._module_functions: Optional[dict] = None  # name -> module-level def
         self.caller_grads: dict[int, set] = {}  # def -> grad modes of the calls followed
         # def -> call site -> parameter -> the flags (True, False, None) it passed there
         self.caller_flags: dict[int, dict] = {}
@@ -161,8 +163,8 @@ class UserCalls(Room):
                       args: list) -> Value:
         """A call to a function of this file or of a module it imports (when it can
         matter: ``worth_following``)."""
-        if not self.worth_following(function.node) and not rebinds_outer_names(function) \
-                and not self._receives_graph(st, args):
+        if not self.worth_following(function.node, function.module) \
+                and not rebinds_outer_names(function) and not self._receives_graph(st, args):
             forget_objects(st, args)
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
@@ -174,7 +176,8 @@ class UserCalls(Room):
         arguments first (when it can matter)."""
         function = partial.function
         if any(arg.star for arg in call.args) or (
-                not self.worth_following(function.node) and not rebinds_outer_names(function)):
+                not self.worth_following(function.node, function.module)
+                and not rebinds_outer_names(function)):
             return UNKNOWN
         bindings = partial.bindings(
             [value for arg, value in zip(call.args, args) if arg.keyword is None],
@@ -185,36 +188,19 @@ class UserCalls(Room):
         result = self.run(st, function, bindings, function.grad_mode, call)
         return UNKNOWN if result is None else result
 
-    def worth_following(self, definition: cst.FunctionDef) -> bool:
+    def worth_following(self, definition: cst.CSTNode,
+                        module: Optional[ModuleScope] = None) -> bool:
         """Whether following a call can tell anything: its syntax may (``relevance``), or
-        it calls a function of the module that swaps layers (``quantize_`` calling the
-        helper that ``setattr``s the replacements: a module handed to a call not followed
-        keeps the layers its class gave it)."""
+        that of a function of its module it calls, within the calls the depth bound lets
+        be followed (``learn(batch)`` calling ``update_params(opt, loss)``, which steps;
+        ``quantize_`` calling the helper that ``setattr``s the replacements: a module
+        handed to a call not followed keeps the layers its class gave it). ``module``: the
+        ``ModuleScope`` the function was defined in (None: the analysed file)."""
         key = id(definition)
         if key not in self._worth:
-            matters, called = matters_or_calls(cst_events(definition))
-            self._worth[key] = matters or any(
-                self._swaps_layers(callee) for callee in self._module_functions_called(called))
+            near = (module or self.file.scope).reach.within(definition, MAX_CALL_DEPTH - 1)
+            self._worth[key] = near if near is not None else may_matter(cst_events(definition))
         return self._worth[key]
-
-    def _swaps_layers(self, definition: cst.FunctionDef) -> bool:
-        """Whether a module-level function replaces attributes of what it is given
-        (``setattr``), itself or through the module's functions it calls."""
-        key = id(definition)
-        if key not in self._swapping:
-            self._swapping[key] = False  # met again while deciding (recursion): not by itself
-            called = {name for kind, name in cst_events(definition) if kind == "call"}
-            self._swapping[key] = "setattr" in called or any(
-                self._swaps_layers(callee) for callee in self._module_functions_called(called))
-        return self._swapping[key]
-
-    def _module_functions_called(self, names: set) -> list:
-        """The module-level functions of this file among the names a body calls."""
-        if self._module_functions is None:
-            self._module_functions = {
-                statement.name.value: statement for statement in self.file.scope.module.body
-                if isinstance(statement, cst.FunctionDef)}
-        return [self._module_functions[name] for name in names if name in self._module_functions]
 
     def call_method(self, st: State, call: cst.Call, instance: Instance, method: FunctionVal,
                     args: list) -> Optional[Value]:
@@ -225,9 +211,10 @@ class UserCalls(Room):
         definition = method.node
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
-                definition.name.value != "forward" and not self.worth_following(definition)
+                definition.name.value != "forward"
+                and not self.worth_following(definition, method.module)
                 and not rebinds_outer_names(method) and not self._own_helper(instance)
-                and not _rebinds_self(method)
+                and not _rebinds_self(method) and not _runs_held_layer(instance, method)
                 and not self._receives_graph(st, args)):
             forget_objects(st, [instance, *args])
             return None
@@ -267,11 +254,13 @@ class UserCalls(Room):
         return (UNKNOWN if result is None else result), after
 
     def _receives_graph(self, st: State, args: list) -> bool:
-        """Whether a call is handed a tensor that requires grad: what it returns may hold
-        that graph (a loss a helper computes from the model's output), whose saves a
+        """Whether a call is handed a tensor that requires grad, or a tuple or list of
+        them: what it returns may hold that graph (a loss a helper computes from the
+        model's output, the losses ``ensure_tuple(losses)`` hands back), whose saves a
         later backward needs or frees."""
-        return any(isinstance(arg, TensorRef) and arg.obj in st.heap
-                   and st.heap[arg.obj].requires_grad is Tri.YES for arg in args)
+        return any(isinstance(tensor, TensorRef) and tensor.obj in st.heap
+                   and st.heap[tensor.obj].requires_grad is Tri.YES
+                   for arg in args for tensor in (arg.items if isinstance(arg, Seq) else (arg,)))
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
         """``Net(args)``: an instance whose ``__init__`` runs with those arguments, making
@@ -569,6 +558,19 @@ def _is_static(definition: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod",
                                                                          "classmethod")
                for d in definition.decorators)
+
+
+def _runs_held_layer(instance: Instance, method: FunctionVal) -> bool:
+    """Whether a method calls a layer or module its object holds (``self.critic(obs)``):
+    what it returns may hold that forward's graph, which outlives the call (advantages a
+    learner's helper computes through its critic, then backpropagated in a loop)."""
+    called = method.scope.called_self_attrs if isinstance(method.scope, FunctionScope) \
+        else called_self_attrs(method.node)
+    return any(_is_layer(instance.attribute(name)) for name in called)
+
+
+def _is_layer(value: Optional[Value]) -> bool:
+    return isinstance(value, ModuleObj) or isinstance(value, Instance) and value.info.is_module
 
 
 def _rebinds_self(method: FunctionVal) -> bool:

@@ -7,22 +7,30 @@ copy tensors into a new one: ``torch.tensor``), a layer or a module, replace a l
 The same question is asked of libcst trees (the code being analysed) and of ``ast`` trees
 (a cheap first look at a module the code imports, before paying for a libcst parse): each
 tree is read as a stream of syntax events, and ``may_matter`` judges the stream.
+
+A function whose own syntax does not matter may still call one of its module's functions
+that does (``learn(batch)`` calling ``update_params(opt, loss)``, which steps):
+``Reach`` answers for a whole module, once, how many calls away from such a function each
+of its functions is.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator
+from collections import defaultdict
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from gradguard.syntax.walk import walk
+from gradguard.syntax.walk import child_nodes, walk
 
 MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential",
                     "ModuleList", "ModuleDict", "apply"})
 # (``tensor``, ``as_tensor``: a copy of tensors that require grad cuts their graphs, GG310)
 CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict",
                                "tensor", "as_tensor"})
+CARRIED_CALLS = frozenset({"backward", "step", "grad", "setattr", "load_state_dict"})
+RAISED = ("Error", "Exception", "Warning")  # the endings of what a check raises
 KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
 # Methods whose result may share its input's storage (a subset of the knowledge's view
 # tables: tests/test_knowledge.py): a function of another module that hands one back
@@ -36,18 +44,6 @@ ATTRIBUTES_THAT_MATTER = frozenset({"data", "requires_grad", "grad"})
 
 def may_matter(events: Iterable[tuple[str, str]]) -> bool:
     return any(_matters(kind, name) for kind, name in events)
-
-
-def matters_or_calls(events: Iterable[tuple[str, str]]) -> tuple[bool, set]:
-    """``may_matter``, read up to the first event that matters; where none does, also the
-    names the events call (whose functions may matter in turn)."""
-    called = set()
-    for kind, name in events:
-        if _matters(kind, name):
-            return True, called
-        if kind == "call":
-            called.add(name)
-    return False, called
 
 
 def _matters(kind: str, name: str) -> bool:
@@ -94,6 +90,106 @@ def syntax_events(root: cst.CSTNode) -> Iterator[tuple[str, str]]:
             for arg in node.args:
                 if arg.keyword is not None:
                     yield "keyword", arg.keyword.value
+
+
+class Reach:
+    """How many calls away each function of a module is from one whose syntax may matter
+    (0: its own does), through the module's functions it calls by name (a function, or a
+    method of any of its classes: ``self.update(...)``, ``agent.learn(...)``; a name the
+    module defines twice stands for both). Syntax only, computed once per module on the
+    first question: one read of each function's events, up to its first that matters, and a
+    breadth-first walk back along the calls from the functions that matter."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._distance: Optional[dict[int, int]] = None  # id(def) -> calls away
+
+    def within(self, definition: cst.CSTNode, calls: int) -> Optional[bool]:
+        """Whether a function of the module that may matter is at most ``calls`` calls
+        away from ``definition`` (None: ``definition`` is not one of the module's
+        functions, a lambda or another module's)."""
+        if self._distance is None:
+            self._distance = _distances(list(function_definitions(self.module)))
+        distance = self._distance.get(id(definition))
+        if distance is None:
+            return None
+        return distance <= calls
+
+
+_FAR = 1 << 30  # no function that matters is reachable
+
+
+def _distances(definitions: list) -> dict[int, int]:
+    """Each function's number of calls to the nearest one whose syntax may matter (``_FAR``
+    if none can be reached), by a breadth-first walk back from those that matter. A
+    function that matters only by raising (``ValueError(...)``: a capitalised call) is 0
+    itself, but makes no caller matter: a check that raises tells a caller nothing."""
+    by_name: dict[str, list] = defaultdict(list)
+    for definition in definitions:
+        by_name[definition.name.value].append(definition)
+    distance = {}
+    callers: dict[int, list] = defaultdict(list)  # id(def) -> the defs that call it
+    frontier = []
+    for definition in definitions:
+        carries, matters, called = _read(definition)
+        distance[id(definition)] = 0 if matters else _FAR
+        if carries:
+            frontier.append(definition)
+            continue
+        for name in called:
+            for callee in by_name.get(name, ()):
+                callers[id(callee)].append(definition)
+    steps = 0
+    while frontier:
+        steps += 1
+        reached = []
+        for callee in frontier:
+            for caller in callers.get(id(callee), ()):
+                if distance[id(caller)] == _FAR:
+                    distance[id(caller)] = steps
+                    reached.append(caller)
+        frontier = reached
+    return distance
+
+
+def _read(definition: cst.FunctionDef) -> tuple[bool, bool, set]:
+    """A function's syntax events, read up to the first that matters other than raising:
+    whether there is one (what matters carries to its callers), whether any matters, and
+    the names it calls where none carries."""
+    called, matters = set(), False
+    for kind, name in cst_events(definition):
+        if _matters(kind, name):
+            if _carries(kind, name):
+                return True, True, called
+            matters = True
+        if kind == "call":
+            called.add(name)
+    return False, matters, called
+
+
+def _carries(kind: str, name: str) -> bool:
+    """Whether a syntax event that may matter makes the function's callers matter too: a
+    write or a flag set (``writes_or_sets_flag``), a backward, a step, a
+    ``load_state_dict``, a ``setattr``. Not a layer or a tensor built, nor an exception
+    raised: builders and checks are most of a library's functions, and following every
+    caller of one cost a tenth more summaries on torch's own files."""
+    return writes_or_sets_flag(kind, name) or kind == "call" and (
+        name in CARRIED_CALLS or name[:1].isupper() and not name.endswith(RAISED))
+
+
+_BLOCKS = (cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
+           cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
+
+
+def function_definitions(root: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    """Every ``def`` in ``root``: at module level, in classes, nested in functions and in
+    compound statements (the walk goes through statements only, never into
+    expressions)."""
+    for node in child_nodes(root):
+        if isinstance(node, _BLOCKS):
+            if type(node) is cst.FunctionDef:
+                yield node
+            yield from function_definitions(node)
 
 
 def ast_events(function: ast.AST) -> Iterator[tuple[str, str]]:

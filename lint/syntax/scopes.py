@@ -51,7 +51,7 @@ class FunctionScope:
 
     __slots__ = ("parent", "local", "declared_global", "declared_nonlocal", "cells",
                  "closure", "_defs", "_last_binding", "_nested_nonlocal", "_node",
-                 "_rebound_self", "_filled_by_nested")
+                 "_rebound_self", "_called_self", "_filled_by_nested")
 
     def __init__(self, node: cst.FunctionDef, parent: Optional["FunctionScope"],
                  walrus: bool = True) -> None:
@@ -70,6 +70,7 @@ class FunctionScope:
             else frozenset()
         self._node = node
         self._rebound_self: Optional[frozenset] = None
+        self._called_self: Optional[frozenset] = None
         self._filled_by_nested: Optional[frozenset] = None
 
     @property
@@ -80,6 +81,14 @@ class FunctionScope:
         if self._rebound_self is None:
             self._rebound_self = frozenset(assigned_self_attrs(self._node))
         return self._rebound_self
+
+    @property
+    def called_self_attrs(self) -> frozenset:
+        """The attributes of its first parameter the function calls (``self.critic(x)``:
+        ``called_self_attrs``), read once per ``def``."""
+        if self._called_self is None:
+            self._called_self = called_self_attrs(self._node)
+        return self._called_self
 
     @property
     def filled_by_nested(self) -> frozenset:
@@ -424,6 +433,23 @@ def _grown_names(call: cst.BaseExpression, owner: str) -> set:
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 # list methods that change which items it holds, besides growing it
 LIST_CHANGERS = frozenset({"clear", "pop", "remove", "sort", "reverse"})
+
+
+def called_self_attrs(method: cst.FunctionDef) -> frozenset:
+    """Attributes of the first parameter that a method calls (``self.critic(obs)``, not
+    ``self.critic.q1(obs)``), in its own body (not in functions nested in it)."""
+    params = list(method.params.params)
+    if not params:
+        return frozenset()
+    owner = params[0].name.value
+    return frozenset(
+        node.func.attr.value for node in walk(method.body, prune=_in_nested_scope)
+        if type(node) is cst.Call and type(node.func) is cst.Attribute
+        and type(node.func.value) is cst.Name and node.func.value.value == owner)
+
+
+def _in_nested_scope(node: cst.CSTNode) -> bool:
+    return type(node) in _NESTED_SCOPES
 
 
 def assigned_self_attrs(method: cst.FunctionDef) -> set:

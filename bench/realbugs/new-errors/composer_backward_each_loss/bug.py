@@ -48,7 +48,7 @@ class Trainer:
             loss.mul_(microbatch_num_samples / current_batch_size)
             total_loss += loss.detach().clone()
         for loss in ensure_tuple(self.state.loss):
-            loss.backward()  # culprit: -
+            loss.backward()  # culprit: GG207
         return total_loss
 
     def fit(self, dataloader):

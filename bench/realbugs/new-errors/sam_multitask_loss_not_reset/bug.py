@@ -68,5 +68,5 @@ for t in range(num_tasks):
     loss += loss_t  # culprit: -
     loss_sum[t] += loss_t.item()
     acc_sum[t] += acc_t.item()
-loss.backward()
+loss.backward()  # culprit: GG207
 optimizer.second_step(zero_grad=True)

@@ -19,4 +19,4 @@ for __ in range(2):
     x_out = t @ (x + y)
     loss = measure(x_out, x)
     optimizer.zero_grad()
-    loss.backward()
+    loss.backward()  # culprit: GG207
