@@ -170,9 +170,10 @@ def _read(definition: cst.FunctionDef) -> tuple[bool, bool, set]:
 def _carries(kind: str, name: str) -> bool:
     """Whether a syntax event that may matter makes the function's callers matter too: a
     write or a flag set (``writes_or_sets_flag``), a backward, a step, a
-    ``load_state_dict``, a ``setattr``. Not a layer or a tensor built, nor an exception
-    raised: builders and checks are most of a library's functions, and following every
-    caller of one cost a tenth more summaries on torch's own files."""
+    ``load_state_dict``, a ``setattr``, a layer or module built (a capitalised call). Not
+    a tensor copied (``torch.tensor``) nor an exception raised: checks are a good part of a
+    library's functions, and following every caller of one cost a tenth more summaries on
+    torch's own files."""
     return writes_or_sets_flag(kind, name) or kind == "call" and (
         name in CARRIED_CALLS or name[:1].isupper() and not name.endswith(RAISED))
 
