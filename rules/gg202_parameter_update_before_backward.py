@@ -75,6 +75,18 @@ class ParameterUpdateBeforeBackward(Rule):
             mutation.node,
             f"{who} updates parameters in place that {quote(save.op)} (line "
             f"{self.line_of(save.node)}) saved for backward; {self.failing_backward(event)} "
-            f"still needs them{self.via(mutation)}. Step "
+            f"still needs them{self.via(mutation)}{self._calls(event)}. Step "
             "after that backward, or recompute the forward after the step",
         )
+
+    def _calls(self, event: SavedTensorMutated) -> str:
+        """`` (the step runs in the call at line A, the backward in the call at line B)``
+        where a helper does both (``update_params(opt, loss)`` called twice)."""
+        step, backward = event.parting_calls()
+        if step is None:
+            return ""
+        parts = [] if step is event.mutation.via else [  # ``via`` names it already
+            f"the step runs in the call at line {self.line_of(step)}"]
+        if backward is not None:
+            parts.append(f"the backward in the call at line {self.line_of(backward)}")
+        return f" ({', '.join(parts)})" if parts else ""

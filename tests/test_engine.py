@@ -1241,3 +1241,31 @@ def test_deep_nesting_and_long_chains_do_not_crash():
     attrs = "import torch\nx = torch" + ".a" * 500 + "\n"
     for source in (deep, chain, attrs):
         assert not [f for f in check_source(source, "deep.py") if f.code.startswith("GG00")]
+
+
+def test_a_step_in_a_helper_names_the_calls_that_step_and_backpropagate():
+    """One helper steps and backpropagates (``update_params(opt, loss)``, called once per
+    loss): the finding lands at its step, and names the call that stepped too early and
+    the call whose backward then fails."""
+    code = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        def update(optimizer, loss):
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+        critic, actor = nn.Linear(3, 1), nn.Linear(3, 3)
+        critic_opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+        actor_opt = torch.optim.SGD(actor.parameters(), lr=0.1)
+        states = torch.randn(4, 3)
+        critic_loss = critic(states).pow(2).mean()
+        actor_loss = -critic(actor(states)).mean()
+        update(critic_opt, critic_loss)
+        update(actor_opt, actor_loss)
+        """)
+    [finding] = [f for f in check_source(code, "sac.py") if f.code == "GG202"]
+    assert finding.line == 7
+    assert "(the step runs in the call at line 15, the backward in the call at line 16)" \
+        in finding.message

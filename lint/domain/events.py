@@ -70,6 +70,8 @@ class Mutation:
     # in that call: ``nn.ReLU(inplace=True)`` where the layer was built (or the
     # assignment ``act.inplace = True``, position None), ``F.relu(x, inplace=True)``.
     flag: Optional[tuple] = None
+    # The followed calls the write ran in, outermost first (``CallStack.sites``).
+    calls: tuple = ()
 
     @property
     def flag_site(self) -> Optional[cst.CSTNode]:
@@ -91,6 +93,19 @@ class SavedTensorMutated:
     # None for a backward in this code; "return" when the graph is returned to a caller;
     # an attribute path ("self.feat") when a method stores it on its object.
     escape: Optional[str] = None
+    # The followed calls the backward ran in, outermost first (``CallStack.sites``).
+    backward_calls: tuple = ()
+
+    def parting_calls(self) -> tuple[Optional[cst.CSTNode], Optional[cst.CSTNode]]:
+        """Where the write's calls and the backward's part: the first call of each that
+        the other did not run in (a helper called once to step, once to backpropagate);
+        None on a side that runs in the calls they share."""
+        written, backward = self.mutation.calls, self.backward_calls
+        shared = 0
+        while shared < min(len(written), len(backward)) and written[shared] is backward[shared]:
+            shared += 1
+        return (written[shared] if shared < len(written) else None,
+                backward[shared] if shared < len(backward) else None)
 
     @property
     def called_from(self) -> Optional[cst.CSTNode]:

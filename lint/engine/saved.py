@@ -327,7 +327,8 @@ class SavedTensors(Room):
                          detach=detach, updater=updater,
                          in_function=self.custom_functions.current,
                          via=self.stack.via(written),
-                         called_from=self.stack.outermost, flag=flag)
+                         called_from=self.stack.outermost, flag=flag,
+                         calls=tuple(self.stack.sites))
                 for save in fresh)
         return True
 
@@ -388,7 +389,8 @@ class SavedTensors(Room):
         needed = SaveSet.union(*(self.tensors.facts(st, root).saves for root in roots))
         for mutation in self._in_order(st.mutations):
             if mutation.save in needed:
-                self.engine.dispatch("saved_tensor_mutated", SavedTensorMutated(mutation, node))
+                self.engine.dispatch("saved_tensor_mutated", SavedTensorMutated(
+                    mutation, node, backward_calls=tuple(self.stack.sites)))
         unpacked = self._unpacked(st, needed, reach) if spelled_out else frozenset()
         self._through_freed(st, node, text, unpacked)
         if retain is Tri.NO:  # the graph is freed: later writes are safe

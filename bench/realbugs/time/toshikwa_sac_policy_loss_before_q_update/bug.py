@@ -1,5 +1,7 @@
 """soft-actor-critic.pytorch's SacAgent.learn: policy_loss is computed through the twin
 critic, then update_params steps Q1 and Q2 before the policy loss is backpropagated.
+Two culprit lines: the call in learn() that steps too early, and the step in the helper,
+where the finding lands (its message names the calls that step and backpropagate).
 
 Source: https://github.com/toshikwa/soft-actor-critic.pytorch/issues/1
 Shape: time
@@ -14,7 +16,7 @@ def update_params(optim, network, loss, grad_clip=None, retain_graph=False):
     loss.backward(retain_graph=retain_graph)
     if grad_clip is not None:
         torch.nn.utils.clip_grad_norm_(network.parameters(), grad_clip)
-    optim.step()
+    optim.step()  # culprit: GG202
 
 
 class QNetwork(nn.Module):
