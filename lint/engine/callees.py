@@ -358,6 +358,17 @@ class Callees(Room):
                 return True
         return False
 
+    def may_return_input(self, node: cst.Call, args: list, key: str) -> bool:
+        """Whether the op ``key`` called so may return its input untouched: an argument
+        that decides it is given, but its value is not known (``nn.Dropout(attn_drop,
+        inplace=True)`` with ``attn_drop`` a constructor's argument: 0, as it is by default
+        in timm's blocks, writes nothing)."""
+        for condition in UNCHANGED_WHEN.get(key, ()):
+            value = self.argument(node, args, condition.name, condition.position)
+            if value is not None and not isinstance(value, Const):
+                return True
+        return False
+
     def split_arguments(self, node: cst.Call, args: list) -> tuple[list, dict]:
         """A call's argument values as written: the positional ones in order, and the
         keyword ones by name (None for a call with ``*args`` or ``**kwargs``: not

@@ -386,6 +386,9 @@ class Modules(Room):
             position = self.knowledge.inplace_positions.get(layer_op(kind).key())
             flag = self.callees.argument(node, args, "inplace", position)
             inplace = Tri.NO if flag is None else tri_of(flag)
+            if inplace is Tri.YES and self.callees.may_return_input(
+                    node, args, layer_op(kind).key()):
+                inplace = Tri.MAYBE  # a dropout whose ``p`` may be 0 writes nothing then
         parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
                            parameters=parameters, unsure=unsure, origin=node)
