@@ -14,7 +14,10 @@ class ParameterUpdateBeforeBackward(Rule):
     pass saved those parameters for backward and before the backward over that forward:
     the GAN, actor-critic and SAM orderings, e.g. ``d_loss.backward(retain_graph=True);
     opt_d.step(); g_loss.backward()`` where ``g_loss`` went through D before the step, or
-    a meta-learner restoring the initial weights before the meta backward.
+    a meta-learner restoring the initial weights before the meta backward. Where one
+    helper both backpropagates and steps (``update_params(opt, loss)``, called once per
+    loss), the finding lands at its step and names the call that stepped too early and
+    the call whose backward then fails.
 
     ## Why is this bad?
     ``step()`` updates the parameters in place, which moves their version counters
