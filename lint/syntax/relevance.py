@@ -30,7 +30,6 @@ MAKERS = frozenset({"requires_grad_", "requires_grad", "Parameter", "Sequential"
 CALLS_THAT_MATTER = frozenset({"backward", "step", "grad", "setattr", "load_state_dict",
                                "tensor", "as_tensor"})
 CARRIED_CALLS = frozenset({"backward", "step", "grad", "setattr", "load_state_dict"})
-RAISED = ("Error", "Exception", "Warning")  # the endings of what a check raises
 KEYWORDS_THAT_MATTER = frozenset({"inplace", "requires_grad"})
 # Methods whose result may share its input's storage (a subset of the knowledge's view
 # tables: tests/test_knowledge.py): a function of another module that hands one back
@@ -169,13 +168,17 @@ def _read(definition: cst.FunctionDef) -> tuple[bool, bool, set]:
 
 def _carries(kind: str, name: str) -> bool:
     """Whether a syntax event that may matter makes the function's callers matter too: a
-    write or a flag set (``writes_or_sets_flag``), a backward, a step, a
-    ``load_state_dict``, a ``setattr``, a layer or module built (a capitalised call). Not
-    a tensor copied (``torch.tensor``) nor an exception raised: checks are a good part of a
-    library's functions, and following every caller of one cost a tenth more summaries on
-    torch's own files."""
-    return writes_or_sets_flag(kind, name) or kind == "call" and (
-        name in CARRIED_CALLS or name[:1].isupper() and not name.endswith(RAISED))
+    backward, a step, ``grad``, a ``load_state_dict``, a ``setattr``, an in-place method
+    (``x.add_(1)``), a tensor flag set (``.data``, ``.requires_grad``, ``.grad``, an
+    ``inplace=``/``requires_grad=`` keyword). Not an item store or an augmented
+    assignment (``d[k] = v``, ``n += 1``: a function's own business nearly always), nor a
+    class built, a tensor copied or an exception raised: carried, they made nearly every
+    function of torch's internals worth following (``_inductor/__init__.py`` took 3x as
+    long)."""
+    return kind == "call" and (name in CARRIED_CALLS or name.endswith("_")
+                               and not name.startswith("_")) \
+        or kind == "attribute_store" and name in ATTRIBUTES_THAT_MATTER \
+        or kind == "keyword" and name in KEYWORDS_THAT_MATTER
 
 
 _BLOCKS = (cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
