@@ -350,24 +350,26 @@ class Callees(Room):
     def returns_input(self, node: cst.Call, args: list, key: str) -> bool:
         """Whether the op ``key`` called so returns its input itself, untouched (a
         dropout with ``p=0``, or not training, in place or not: ``knowledge.unchanged``)."""
-        for condition in UNCHANGED_WHEN.get(key, ()):
-            value = self.argument(node, args, condition.name, condition.position)
+        for condition, value in self._unchanged_arguments(node, args, key):
             if value is None and condition.default is not None:
                 value = Const(condition.default)
             if isinstance(value, Const) and condition.holds(value.value):
                 return True
         return False
 
+    def _unchanged_arguments(self, node: cst.Call, args: list, key: str):
+        """Each argument that may make the op ``key`` return its input (``UNCHANGED_WHEN``),
+        with its value as called (None: not given)."""
+        for condition in UNCHANGED_WHEN.get(key, ()):
+            yield condition, self.argument(node, args, condition.name, condition.position)
+
     def may_return_input(self, node: cst.Call, args: list, key: str) -> bool:
         """Whether the op ``key`` called so may return its input untouched: an argument
         that decides it is given, but its value is not known (``nn.Dropout(attn_drop,
         inplace=True)`` with ``attn_drop`` a constructor's argument: 0, as it is by default
         in timm's blocks, writes nothing)."""
-        for condition in UNCHANGED_WHEN.get(key, ()):
-            value = self.argument(node, args, condition.name, condition.position)
-            if value is not None and not isinstance(value, Const):
-                return True
-        return False
+        return any(value is not None and not isinstance(value, Const)
+                   for _, value in self._unchanged_arguments(node, args, key))
 
     def split_arguments(self, node: cst.Call, args: list) -> tuple[list, dict]:
         """A call's argument values as written: the positional ones in order, and the

@@ -30,6 +30,7 @@ from typing import Hashable, Optional
 import libcst as cst
 
 from gradguard.domain.values import ClassInfo, Const, Instance, Value
+from gradguard.engine.common import source_text
 
 # the constants an argument or an attribute flows as (``UserCalls.entry_flags``, here):
 # each kept with its type, so that ``1`` and ``True`` (equal in a set) stay two values
@@ -125,7 +126,7 @@ class Constructions:
         if "setattr" in self.words:
             return False
         assigned = re.compile(rf"\.{re.escape(attribute)}\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
-        inside = len(assigned.findall(cst.Module(body=[]).code_for_node(init)))
+        inside = len(assigned.findall(source_text(init)))
         return len(assigned.findall(self.text)) == inside
 
 
