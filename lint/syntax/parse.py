@@ -16,6 +16,8 @@ import threading
 
 import libcst as cst
 
+from gradguard.syntax import identity  # noqa: F401  (nodes hashed at C speed)
+
 _BASE = cst.CSTNode
 _VALIDATING = _BASE.__dict__["__post_init__"]
 
