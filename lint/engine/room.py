@@ -13,9 +13,26 @@ if TYPE_CHECKING:
     from gradguard.knowledge import TorchAPI
 
 
-def _other_room(name: str) -> property:
+class _OtherRoom:
+    """The interpreter's room called ``name``, looked up on first use and then kept on the
+    room itself (a plain attribute: the rooms reach each other some hundred thousand times
+    a file, and a property's call each time was one call in twenty)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__doc__ = f"The `{name}` room."
+
+    def __get__(self, room, owner=None):
+        if room is None:
+            return self
+        other = getattr(room.engine, self.name)
+        room.__dict__[self.name] = other
+        return other
+
+
+def _other_room(name: str) -> _OtherRoom:
     """The interpreter's room called ``name``."""
-    return property(lambda room: getattr(room.engine, name), doc=f"The `{name}` room.")
+    return _OtherRoom(name)
 
 
 class Room:
