@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Hashable, Iterator, Optional
 
@@ -41,7 +42,16 @@ _CODEGEN = cst.Module(body=[])
 
 
 def source_text(node: cst.CSTNode) -> str:
-    return dotted(node) or _CODEGEN.code_for_node(node)
+    return dotted(node) or _generated_text(node)
+
+
+@functools.lru_cache(maxsize=4096)
+def _generated_text(node: cst.CSTNode) -> str:
+    """A node's code. Messages quote the same expressions again and again (each pass of a
+    loop, each call of a helper: about ten times each in a deeply nested file), and code
+    generation is libcst's slowest walk. The cache holds the nodes it quotes (a node is
+    hashed by identity: one of a freed tree cannot be mistaken for a new one while held)."""
+    return _CODEGEN.code_for_node(node)
 
 
 def truth_of(value: Value) -> Optional[bool]:
@@ -77,13 +87,24 @@ def spelled_out(call: cst.Call) -> bool:
 
 
 def _literal(node) -> object:
-    """A literal's value. A plain string is read off its text: ``evaluated_value`` compiles
-    the literal, which costs more than anything else the engine does with it."""
+    """A literal's value. A plain string or a number is read off its text:
+    ``evaluated_value`` compiles the literal, which costs more than anything else the
+    engine does with it."""
     if isinstance(node, cst.SimpleString):
         text = node.value
         quote = text[-3:] if text[-3:] in ('"""', "'''") else text[-1:]
         if text.startswith(quote) and "\\" not in text and len(text) >= 2 * len(quote):
             return text[len(quote):-len(quote)]
+    elif isinstance(node, cst.Integer):
+        try:
+            return int(node.value, 0)  # every int literal's spelling: 0x1F, 0o17, 1_000
+        except ValueError:
+            pass
+    elif isinstance(node, cst.Float):
+        try:
+            return float(node.value)
+        except ValueError:
+            pass
     try:
         return node.evaluated_value
     except Exception:
