@@ -46,7 +46,8 @@ def may_matter(events: Iterable[tuple[str, str]]) -> bool:
 
 
 def _matters(kind: str, name: str) -> bool:
-    return writes_or_sets_flag(kind, name) or kind == "name" and name in MAKERS \
+    return writes_or_sets_flag(kind, name) or kind == "returns_view" \
+        or kind == "name" and name in MAKERS \
         or kind == "call" and (name in CALLS_THAT_MATTER or name in MAKERS
                                or name[:1].isupper())  # a backward, a class: a layer
 
@@ -95,60 +96,63 @@ class Reach:
     """How many calls away each function of a module is from one whose syntax may matter
     (0: its own does), through the module's functions it calls by name (a function, or a
     method of any of its classes: ``self.update(...)``, ``agent.learn(...)``; a name the
-    module defines twice stands for both). Syntax only, computed once per module on the
-    first question: one read of each function's events, up to its first that matters, and a
-    breadth-first walk back along the calls from the functions that matter."""
+    module defines twice stands for both). Syntax only, and only as far as a question
+    needs: a function's events are read once (up to its first that matters), and a
+    question about one function reads the functions it calls, and theirs, up to the
+    distance asked (not the whole module: an imported module is asked about the few
+    functions the code calls)."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self._distance: Optional[dict[int, int]] = None  # id(def) -> calls away
+        self._by_name: Optional[dict[str, list]] = None  # name -> its defs
+        self._known: Optional[set[int]] = None  # id(def) of the module's functions
+        self._reads: dict[int, tuple[bool, bool, set]] = {}  # id(def) -> _read(def)
 
     def within(self, definition: cst.CSTNode, calls: int) -> Optional[bool]:
         """Whether a function of the module that may matter is at most ``calls`` calls
         away from ``definition`` (None: ``definition`` is not one of the module's
-        functions, a lambda or another module's)."""
-        if self._distance is None:
-            self._distance = _distances(list(function_definitions(self.module)))
-        distance = self._distance.get(id(definition))
-        if distance is None:
+        functions, a lambda or another module's). A function whose own syntax matters
+        is 0 away; a caller is one further than a callee whose syntax matters in a way
+        that carries to callers (``_carries``: a backward, a step, ...), or than a callee
+        that is itself some calls away; a callee that matters only for itself (it
+        raises, it builds a tensor) leads no further."""
+        if self._by_name is None:
+            self._index()
+        if id(definition) not in self._known:
             return None
-        return distance <= calls
+        carries, matters, called = self._read(definition)
+        if matters:
+            return True
+        seen = {id(definition)}
+        frontier = called
+        for _ in range(calls):
+            names, frontier = frontier, set()
+            for name in names:
+                for callee in self._by_name.get(name, ()):
+                    if id(callee) in seen:
+                        continue
+                    seen.add(id(callee))
+                    carries, matters, called = self._read(callee)
+                    if carries:
+                        return True
+                    if not matters:
+                        frontier |= called
+            if not frontier:
+                break
+        return False
 
+    def _index(self) -> None:
+        self._by_name = defaultdict(list)
+        for definition in function_definitions(self.module):
+            self._by_name[definition.name.value].append(definition)
+        self._known = {id(definition) for definitions in self._by_name.values()
+                       for definition in definitions}
 
-_FAR = 1 << 30  # no function that matters is reachable
-
-
-def _distances(definitions: list) -> dict[int, int]:
-    """Each function's number of calls to the nearest one whose syntax may matter (``_FAR``
-    if none can be reached), by a breadth-first walk back from those that matter. A
-    function that matters only by raising (``ValueError(...)``: a capitalised call) is 0
-    itself, but makes no caller matter: a check that raises tells a caller nothing."""
-    by_name: dict[str, list] = defaultdict(list)
-    for definition in definitions:
-        by_name[definition.name.value].append(definition)
-    distance = {}
-    callers: dict[int, list] = defaultdict(list)  # id(def) -> the defs that call it
-    frontier = []
-    for definition in definitions:
-        carries, matters, called = _read(definition)
-        distance[id(definition)] = 0 if matters else _FAR
-        if carries:
-            frontier.append(definition)
-            continue
-        for name in called:
-            for callee in by_name.get(name, ()):
-                callers[id(callee)].append(definition)
-    steps = 0
-    while frontier:
-        steps += 1
-        reached = []
-        for callee in frontier:
-            for caller in callers.get(id(callee), ()):
-                if distance[id(caller)] == _FAR:
-                    distance[id(caller)] = steps
-                    reached.append(caller)
-        frontier = reached
-    return distance
+    def _read(self, definition: cst.FunctionDef) -> tuple[bool, bool, set]:
+        key = id(definition)
+        if key not in self._reads:
+            self._reads[key] = _read(definition)
+        return self._reads[key]
 
 
 def _read(definition: cst.FunctionDef) -> tuple[bool, bool, set]:
@@ -181,8 +185,19 @@ def _carries(kind: str, name: str) -> bool:
         or kind == "keyword" and name in KEYWORDS_THAT_MATTER
 
 
-_BLOCKS = (cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
-           cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
+def _concrete(*bases: type) -> frozenset:
+    """The node classes that derive from ``bases``: ``type(node) in`` them is a set lookup,
+    where ``isinstance`` against libcst's abstract bases runs Python code."""
+    found, pending = set(), list(bases)
+    while pending:
+        cls = pending.pop()
+        found.add(cls)
+        pending.extend(cls.__subclasses__())
+    return frozenset(found)
+
+
+_BLOCKS = _concrete(cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
+                    cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
 
 
 def function_definitions(root: cst.CSTNode) -> Iterator[cst.FunctionDef]:
@@ -190,7 +205,7 @@ def function_definitions(root: cst.CSTNode) -> Iterator[cst.FunctionDef]:
     compound statements (the walk goes through statements only, never into
     expressions)."""
     for node in child_nodes(root):
-        if isinstance(node, _BLOCKS):
+        if type(node) in _BLOCKS:
             if type(node) is cst.FunctionDef:
                 yield node
             yield from function_definitions(node)
@@ -198,7 +213,10 @@ def function_definitions(root: cst.CSTNode) -> Iterator[cst.FunctionDef]:
 
 def ast_events(function: ast.AST) -> Iterator[tuple[str, str]]:
     for node in ast.walk(function):
-        if isinstance(node, ast.AugAssign):
+        if isinstance(node, ast.Return):
+            if _returns_a_view(node):
+                yield "returns_view", ""
+        elif isinstance(node, ast.AugAssign):
             yield "augmented", ""
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             yield "item_store", ""
@@ -224,8 +242,7 @@ def module_names_that_matter(source: str) -> dict[str, bool]:
     names: dict[str, bool] = {}
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names[statement.name] = may_matter(ast_events(statement)) \
-                or returns_a_view(statement)
+            names[statement.name] = may_matter(ast_events(statement))
         elif isinstance(statement, ast.ClassDef):
             names[statement.name] = True
         else:
@@ -237,13 +254,12 @@ def module_names_that_matter(source: str) -> dict[str, bool]:
     return names
 
 
-def returns_a_view(function: ast.AST) -> bool:
-    """Whether a function returns the result of a method that may hand back a view of
-    its input (``RETURNED_VIEWS``), alone or in a tuple: its caller holds a view."""
-    for node in ast.walk(function):
-        if isinstance(node, ast.Return) and node.value is not None:
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            if any(isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                   and value.func.attr in RETURNED_VIEWS for value in values):
-                return True
-    return False
+def _returns_a_view(node: ast.Return) -> bool:
+    """Whether a ``return`` hands back the result of a method that may give a view of its
+    input (``RETURNED_VIEWS``), alone or in a tuple: the function's caller holds a view
+    (an event of its own, ``returns_view``: one walk reads every event)."""
+    if node.value is None:
+        return False
+    values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+    return any(isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+               and value.func.attr in RETURNED_VIEWS for value in values)
