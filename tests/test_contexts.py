@@ -20,13 +20,12 @@ from gradguard.engine.contexts import (
     Budget,
     CallStack,
 )
-from gradguard.engine.room import Room
+from gradguard.engine.room import Room, _OtherRoom
 from gradguard.knowledge import load
 from gradguard.syntax.positions import Positions
 
-# the rooms, each reached by a property ``_other_room`` makes (``libraries`` is no room)
-ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, property)
-               and "_other_room" in value.fget.__qualname__)
+# the rooms, each reached by an attribute ``_other_room`` makes (``libraries`` is no room)
+ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, _OtherRoom))
 
 
 def interpreter(code: str = "import torch\n") -> Interpreter:
