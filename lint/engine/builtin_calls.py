@@ -19,6 +19,7 @@ from gradguard.domain.values import (
     KeyedItems,
     LayerItems,
     ModuleObj,
+    Optimizer,
     ParamsOf,
     Ref,
     Seq,
@@ -179,21 +180,28 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
 
 
 def _value_isinstance(value: Value, classes: Value) -> Value:
-    """``isinstance(data, torch.Tensor)``, ``isinstance(x, (tuple, list))`` where ``data``
-    is known to be a tensor or a list or tuple (a list or tuple only when both are
-    named: the engine does not tell them apart); else unknown."""
+    """``isinstance(data, torch.Tensor)``, ``isinstance(x, (tuple, list))``,
+    ``isinstance(d, dict)``, ``isinstance(opt, torch.optim.Optimizer)`` where the value is
+    known to be a tensor, a list or tuple (only when both are named: the engine does not
+    tell them apart), a dict or an optimizer; else unknown."""
     names = {cls.qualname for cls in (classes.items if isinstance(classes, Seq) else (classes,))
              if isinstance(cls, Ref)}
     if isinstance(value, TensorRef):
         kind = "tensor"
     elif isinstance(value, Seq) and not isinstance(value, LayerItems):
         kind = "sequence"
+    elif isinstance(value, KeyedItems):
+        kind = "mapping"
+    elif isinstance(value, Optimizer):
+        kind = "optimizer"
     else:
         return UNKNOWN
     if kind == "tensor" and names & TENSOR_CLASSES or \
-            kind == "sequence" and SEQUENCE_CLASSES <= names:
+            kind == "sequence" and SEQUENCE_CLASSES <= names or \
+            kind == "mapping" and names & MAPPING_CLASSES or \
+            kind == "optimizer" and names & OPTIMIZER_CLASSES:
         return Const(True)
-    known = TENSOR_CLASSES | SEQUENCE_CLASSES
+    known = TENSOR_CLASSES | SEQUENCE_CLASSES | MAPPING_CLASSES | OPTIMIZER_CLASSES
     if isinstance(classes, Seq) and len(names) < len(classes.items) or not names <= known:
         return UNKNOWN  # a class the engine does not know, which the value may be
     return Const(False)
@@ -203,3 +211,5 @@ TENSOR_CLASSES = frozenset({"torch.Tensor"})
 
 
 SEQUENCE_CLASSES = frozenset({"builtins.tuple", "builtins.list"})
+MAPPING_CLASSES = frozenset({"builtins.dict"})
+OPTIMIZER_CLASSES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})

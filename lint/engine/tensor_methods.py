@@ -122,9 +122,10 @@ class TensorMethods(Room):
             # Tensor.backward(gradient, retain_graph, create_graph)
             retain = self.callees.argument(node, args, "retain_graph", 1)
             create = self.callees.argument(node, args, "create_graph", 2)
+            inputs = self.callees.argument(node, args, "inputs", 3)
             self.saved.run_backward(st, node, [tensor], _retains(retain, create),
                                     source_text(receiver_node),
-                                    reach=self.callees.argument(node, args, "inputs", 3),
+                                    reach=None if inputs == Const(None) else inputs,
                                     spelled_out=spelled_out(node))
             st.gradients = Tri.YES  # the leaves it reached have a .grad now
             return Const(None)
