@@ -112,6 +112,9 @@ class ModuleObj(Value):
     # on it, or on any module holding it, set it (``Callees._set_training``). Maybe: two paths
     # left it in two modes.
     training: Tri = Tri.YES
+    # Attributes re-parametrised (``weight`` after ``weight_norm`` or ``prune``): tensors
+    # torch computes from leaves it registered in their place, no parameters of the layer.
+    computed: tuple = ()
 
     def child_named(self, name: object) -> Optional[Value]:
         """The child registered as ``name`` (``block.act``, ``heads["a"]``), when every

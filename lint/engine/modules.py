@@ -76,10 +76,26 @@ class Modules(Room):
                 self.file.maybe_none.add(obj)
             self.file.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
+        if attr in module.computed:
+            return self._computed_attribute(st, module, attr, path)
         if attr in _flag_parameters(module.kind, self.knowledge):
             return Const(None)  # turned off by its flag (bias=False)
         child = module.child_named(attr)  # block.act: a layer registered by that name
         return child if child is not None else UNKNOWN
+
+    def _computed_attribute(self, st: State, module: ModuleObj, attr: str,
+                            path: Optional[str]) -> Value:
+        """A re-parametrised layer's ``weight`` (``ModuleObj.computed``): the tensor torch
+        computed from the leaves registered in its place (``weight_orig * weight_mask``),
+        no leaf while they require grad (its ``.grad`` stays None: GG305)."""
+        obj = (module.obj, attr, "computed")
+        if obj not in st.heap:
+            leaves = self.parameter_facts(st, module, None, "")
+            st.heap[obj] = TensorFacts(
+                requires_grad=leaves.requires_grad,
+                is_leaf=Tri.NO if leaves.requires_grad is Tri.YES else Tri.MAYBE)
+        self.file.labels.setdefault(obj, path or attr)
+        return TensorRef(obj)
 
     def apply_to_modules(self, st: State, model: Value, function: Value,
                          node: cst.Call) -> None:
@@ -144,7 +160,8 @@ class Modules(Room):
             replaced = "weight" if name is None else name.value
             kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
             changed = replace(layer, parameters=kept + tuple(
-                replaced + suffix for suffix in suffixes), unsure=layer.unsure - {replaced})
+                replaced + suffix for suffix in suffixes), unsure=layer.unsure - {replaced},
+                computed=layer.computed + (replaced,))
         path = dotted(node.args[0].value)
         if path is not None and isinstance(layer, (ModuleObj, Instance)):
             st.bind(path, changed)
