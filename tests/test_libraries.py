@@ -1,15 +1,23 @@
-"""lint/libraries: the models of what libraries do to autograd, as data. Every model names
-a callable that exists in the library it models, every effect is one the engine carries
-out, and a model with an effect the engine does not know is refused, not half-read."""
+"""lint/libraries: the models of what libraries do to autograd. The tables: every model
+names a callable that exists in the library it models, every effect is one the engine
+carries out, and a model with an effect the engine does not know is refused, not
+half-read. The Python models: each agrees with its real library on its probes, an import
+reaches a model only where the project has no module of that name, and a finding inside
+a model's code is the user's call's."""
 
 from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
+from cli_helpers import file_writer, gg
 
-from gradguard.libraries import EFFECTS, MODELS, load, read_model
+from gradguard import check_source
+from gradguard.analysis.project import Project
+from gradguard.libraries import EFFECTS, MODELS, conformance, load, model_file, model_name, \
+    read_model
 
 
 def _resolve(qualname: str):
@@ -49,3 +57,119 @@ def test_an_unknown_effect_is_refused(tmp_path):
                                 "calls": {"torch.nn.utils.weight_norm": {"effect": "teleport"}}}))
     with pytest.raises(ValueError, match="unknown effect 'teleport'"):
         read_model(path)
+
+
+# ---------------------------------------------------------------- Python models
+
+PROBES = Path(__file__).resolve().parent / "library_probes"
+
+
+@pytest.mark.parametrize("probe", conformance.probes(PROBES), ids=lambda p: p.stem)
+def test_a_model_observes_what_its_library_does(probe):
+    """Each probe runs with the model in the library's place and, where the library is
+    installed (the test extra pins it), with the real library: the observations agree."""
+    result = conformance.check(probe)
+    assert result.model.ok, f"the probe fails with the model: {result.model.error}"
+    assert result.model.observations, "a probe that observes nothing proves nothing"
+    if result.real is None:
+        pytest.skip(f"{conformance.library_of(probe)} is not installed: only the model ran")
+    assert result.real.ok, f"the probe fails with the real library: {result.real.error}"
+    assert result.model.observations == result.real.observations
+
+
+def test_every_modelled_library_has_probes():
+    modelled = {path.parent.name if path.name == "__init__.py" else path.stem
+                for path in MODELS.glob("*/__init__.py")}
+    probed = {conformance.library_of(probe) for probe in conformance.probes(PROBES)}
+    families = {name for names in conformance.LIBRARIES.values() for name in names}
+    assert modelled <= families, "a model whose top-level module no probe family names"
+    assert set(conformance.LIBRARIES) <= probed
+
+
+def test_the_model_finder_refuses_what_the_model_lacks():
+    finder = conformance.ModelFinder(["lightning"])
+    assert finder.find_spec("lightning.pytorch").origin.endswith(
+        str(Path("lightning", "pytorch", "__init__.py")))
+    assert finder.find_spec("numpy") is None  # not a modelled library: the real one
+    with pytest.raises(ModuleNotFoundError, match="no module 'lightning.fabric'"):
+        finder.find_spec("lightning.fabric")
+
+
+def test_an_import_resolves_to_the_model_only_where_the_project_has_no_module(tmp_path):
+    user = tmp_path / "train.py"
+    user.write_text("import lightning\n")
+    project = Project()
+    assert model_name(str(project.resolve(str(user), "lightning.pytorch"))) == \
+        "lightning.pytorch"
+    (tmp_path / "lightning.py").write_text("Trainer = None\n")  # the project's own
+    assert project.resolve(str(user), "lightning") == tmp_path / "lightning.py"
+    assert Project().resolve(str(user), "no_such_library_anywhere") is None
+
+
+def test_a_team_can_model_its_own_library(tmp_path):
+    models = tmp_path / "models"
+    (models / "inhouse").mkdir(parents=True)
+    (models / "inhouse" / "__init__.py").write_text("def fit(model):\n    pass\n")
+    assert model_file("inhouse", [models]) == models / "inhouse" / "__init__.py"
+    assert model_file("inhouse") is None
+    assert model_name(str(models / "inhouse" / "__init__.py"), [models]) == "inhouse"
+
+
+def test_a_finding_inside_a_model_is_placed_at_the_users_call():
+    """The backward that raises runs in the model's ``manual_backward``: the finding is at
+    the user's ``self.manual_backward(d_loss)``, and no line of the model is reported."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "GG207" / \
+        "bug_lightning_manual_gan_fake_not_detached.py"
+    findings = check_source(fixture.read_bytes(), str(fixture))
+    assert [(f.path, f.line, f.code) for f in findings] == [(str(fixture), 34, "GG207")]
+    assert "gradguard's model of lightning.pytorch" in findings[0].message
+
+
+_INHOUSE_TRAINER = '''\
+"""Our trainer as gradguard should see it: evaluate() runs the hook under no_grad."""
+import torch
+
+
+def evaluate(model, batches):
+    model.eval()
+    with torch.no_grad():
+        for batch in batches:
+            model.eval_step(batch)
+    model.train()
+'''
+
+_TRAIN = '''\
+import torch
+import torch.nn as nn
+from inhouse import evaluate
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def eval_step(self, batch):
+        loss = self.fc(batch).sum()
+        loss.backward()
+
+
+evaluate(Net(), [torch.randn(2, 4)])
+'''
+
+
+def test_a_configured_models_folder_teaches_gradguard_an_inhouse_trainer(tmp_path):
+    """``[tool.gradguard] models = ["team_models"]``: ``from inhouse import evaluate``
+    reaches the team's model of its trainer, whose no_grad the hook's backward runs in;
+    without the setting the import is unknown and nothing is said."""
+    write = file_writer(tmp_path)
+    write("team_models/inhouse/__init__.py", _INHOUSE_TRAINER)
+    train = write("train.py", _TRAIN)
+    write("pyproject.toml", "[tool.gradguard]\n")
+    assert gg("check", "--no-cache", str(train)).exit_code == 0
+    write("pyproject.toml", '[tool.gradguard]\nmodels = ["team_models"]\n')
+    result = gg("check", "--no-cache", str(train))
+    assert result.exit_code == 1 and "train.py:13:9: GG304" in result.output
+    write("pyproject.toml", '[tool.gradguard]\nmodels = ["no_such_folder"]\n')
+    result = gg("check", "--no-cache", str(train))
+    assert result.exit_code == 2 and "'models' names no folder" in result.output

@@ -67,6 +67,7 @@ def check_source(
     cited_line: Callable[[int], str] = str,
     imports_from: Optional[str] = None,
     conditional: bool = True,
+    models: Sequence[str] = (),
 ) -> list[Finding]:
     """Return the findings of ``rules`` (default: all enabled by default) on one file;
     ``options`` holds the rules' settings by code (``{"GG302": {"allow-in": (...)}}``).
@@ -76,12 +77,14 @@ def check_source(
     Python text names its lines by cell). ``imports_from``: where imports resolve from
     when ``path`` is no file on disk (an editor's unsaved buffer: a path in its
     workspace folder). ``conditional``: also report hazards on a path a flag selects,
-    with the condition (``gradguard.engine.conditions``)."""
+    with the condition (``gradguard.engine.conditions``). ``models``: folders of a
+    team's own library models, looked in before gradguard's (``gradguard.libraries``)."""
     if rules is None:
         rules = [rule for rule in ALL_RULES if rule.default_enabled]
     if session is None:
         session = process_session()
     _make_room(len(source), session.project)
+    session.project.use_models(models)
     with session.collector:
         return _on_deep_stack(
             lambda: _check(source, path, rules, debug, options, session, trace, cited_line,

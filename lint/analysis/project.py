@@ -2,7 +2,8 @@
 
 When gradguard lints ``train.py`` and it says ``from models import Net``, the engine asks
 the project for ``models``. Import names resolve against source roots derived from the
-file's own place on disk:
+file's own place on disk (and, where none has the module, against the library models:
+``import lightning`` gives the model of Lightning, ``gradguard.libraries``):
 
 - the file's directory (``python train.py`` puts it first on ``sys.path``);
 - the directory above the outermost package holding the file (``__init__.py`` files);
@@ -28,6 +29,7 @@ from gradguard.analysis.callers import Callers
 from gradguard.domain.modulescope import ModuleScope
 from gradguard.engine import Interpreter
 from gradguard.knowledge import TorchAPI, load
+from gradguard.libraries import model_file, model_name
 from gradguard.syntax.parse import parse_module
 from gradguard.syntax.reads import note_read, recording_reads
 from gradguard.syntax.relevance import module_names_that_matter
@@ -55,6 +57,17 @@ class Project:
         self._roots: dict[Path, list[Path]] = {}
         self._names: dict[tuple, dict[str, bool]] = {}
         self._resolved: dict[tuple, Optional[Path]] = {}
+        # Folders of a team's own library models, looked in before the shipped ones
+        # (``gradguard.libraries``: an import the project does not resolve is a model's)
+        self.model_roots: tuple[Path, ...] = ()
+
+    def use_models(self, folders) -> None:
+        """Look for library models in ``folders`` (a team's own, by its configuration)
+        before the shipped ones; what was resolved with others is resolved again."""
+        roots = tuple(Path(folder) for folder in folders)
+        if roots != self.model_roots:
+            self.model_roots = roots
+            self._resolved.clear()
 
     # ----------------------------------------------------------------- resolving
     def roots_of(self, importer: str) -> list[Path]:
@@ -102,12 +115,15 @@ class Project:
             found = _module_file(root, parts)
             if found is not None:
                 return found
-        return None
+        return model_file(module, self.model_roots)  # an installed library's model
 
     def may_matter(self, path: Path, name: str) -> bool:
         """Whether importing ``name`` from the module at ``path`` can tell the engine
         anything: a first look with Python's own parser, far cheaper than analysing it
-        (a function that writes nothing, builds nothing and steps nothing does not)."""
+        (a function that writes nothing, builds nothing and steps nothing does not). A
+        library model's every name may: a model holds only what matters."""
+        if model_name(str(path), self.model_roots) is not None:
+            return True
         note_read(path)
         try:
             stat = path.stat()
@@ -197,7 +213,8 @@ class Project:
             module = parse_module(text)
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
-        scope = ModuleScope(str(path), module, text=text)
+        scope = ModuleScope(str(path), module, text=text,
+                            model=model_name(str(path), self.model_roots))
         interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
                                   project=self, scope=scope, bodies=False,
                                   knowledge=self.knowledge)

@@ -198,10 +198,15 @@ class Trace:
         """Where this run is: the scope, the followed calls that led here, the loop pass."""
         engine = self.engine
         context = [self.scope]
-        for site in engine.stack.sites:
+        callers = [None, *engine.stack.modules[:-1]]  # whose code each call is in
+        for site, caller in zip(engine.stack.sites, callers):
             line = self._line(site)
-            context.append(f"called from line {line}" if line is not None
-                           else "called from another module's code")
+            if line is not None:
+                context.append(f"called from line {line}")
+            elif caller is not None and caller.model is not None:
+                context.append(f"called from gradguard's model of {caller.model}")
+            else:
+                context.append("called from another module's code")
         if engine.control.loops:
             key = tuple(context)
             self._passes[key] = self._passes.get(key, 0) + 1

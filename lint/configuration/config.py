@@ -34,6 +34,7 @@ except ImportError:  # Python 3.10
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 TABLE_KEYS = ("per-file-ignores", "rules")
 BOOL_KEYS = ("conditional",)
+PATH_KEYS = ("models",)  # folders, relative to the configuration file's
 _SECTION = re.compile(r"^\s*\[\s*tool\s*\.\s*gradguard\s*[\].]", re.MULTILINE)
 
 
@@ -56,6 +57,8 @@ class Config:
     rules: dict[str, dict[str, object]] = field(default_factory=dict)
     # report hazards on a path a flag selects, with the condition (``gradguard.engine.conditions``)
     conditional: Optional[bool] = None
+    # folders of the team's own library models (``gradguard.libraries``), absolute
+    models: list[str] = field(default_factory=list)
 
     @property
     def root(self) -> Optional[Path]:
@@ -119,11 +122,12 @@ def _read_text(path: Path) -> str:
 def _parse(path: Path, table) -> Config:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: the settings must be a table ([tool.gradguard])")
-    unknown = sorted(set(table) - set(LIST_KEYS) - set(TABLE_KEYS) - set(BOOL_KEYS))
+    known = LIST_KEYS + TABLE_KEYS + BOOL_KEYS + PATH_KEYS
+    unknown = sorted(set(table) - set(known))
     if unknown:
         raise ConfigError(
             f"{path}: unknown option(s) {', '.join(map(repr, unknown))}; known: "
-            f"{', '.join(LIST_KEYS + TABLE_KEYS + BOOL_KEYS)}"
+            f"{', '.join(known)}"
         )
     config = Config(path=path)
     for key in LIST_KEYS:
@@ -142,6 +146,12 @@ def _parse(path: Path, table) -> Config:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{path}: '{key}' must be true or false")
             setattr(config, key, table[key])
+    if "models" in table:
+        config.models = [str((path.parent / folder).resolve())
+                         for folder in _string_list(path, "models", table["models"])]
+        missing = [folder for folder in config.models if not Path(folder).is_dir()]
+        if missing:
+            raise ConfigError(f"{path}: 'models' names no folder: {', '.join(missing)}")
     return config
 
 

@@ -17,8 +17,17 @@ from typing import Callable, Optional
 _MARKER = re.compile("\x00(\\d+)\x1f([^\x00]*)\x00")
 
 
+_MODEL = "@model:"  # a cited line of a library model (``gradguard.libraries``)
+
+
 def cite(path: Optional[str], line: int) -> str:
     return f"\x00{line}\x1f{path or ''}\x00"
+
+
+def cite_model(library: str, line: int) -> str:
+    """A line of the model of ``library`` (``lightning.pytorch``): written as such, never
+    as a file of the user's."""
+    return f"\x00{line}\x1f{_MODEL}{library}\x00"
 
 
 def render(message: str, path: Optional[str],
@@ -31,6 +40,8 @@ def render(message: str, path: Optional[str],
 
     def written(match: re.Match) -> str:
         line, cited = match.group(1), match.group(2)
+        if cited.startswith(_MODEL):
+            return f"{line} of gradguard's model of {cited[len(_MODEL):]}"
         if not cited or _same_file_key(cited) == here:
             return own_line(int(line))
         return f"{line} of {os.path.basename(cited)}"

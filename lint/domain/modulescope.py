@@ -28,6 +28,7 @@ class ModuleScope:
     _positions: Optional[Positions] = None
     reads: frozenset = frozenset()  # the project files its analysis read (see note_read)
     _reach: Optional[Reach] = None
+    model: Optional[str] = None  # the library it models (``lightning.pytorch``), if a model
 
     @property
     def reach(self) -> Reach:

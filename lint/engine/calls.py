@@ -196,6 +196,8 @@ class UserCalls(Room):
         ``quantize_`` calling the helper that ``setattr``s the replacements: a module
         handed to a call not followed keeps the layers its class gave it). ``module``: the
         ``ModuleScope`` the function was defined in (None: the analysed file)."""
+        if module is not None and module.model is not None:
+            return True  # a library model holds only what matters (gradguard.libraries)
         key = id(definition)
         if key not in self._worth:
             near = (module or self.file.scope).reach.within(definition, MAX_CALL_DEPTH - 1)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
-from gradguard.domain.citations import cite
+from gradguard.domain.citations import cite, cite_model
 from gradguard.domain.facts import Tri
 from gradguard.domain.modulescope import ModuleScope
 from gradguard.domain.state import Heap, State
@@ -176,7 +176,31 @@ class Interpreter:
         if key not in self._reported:  # loops run bodies more than once
             self._reported.add(key)
             self._note_home(node)
+            if self._in_model(node):  # a library model's line is no user's to change:
+                node, fix = self._own_call_into_model(), None  # the call that got there
             self._report(node, code, message, fix, self.call_site())
+
+    def _in_model(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is in a library model's code (``gradguard.libraries``)."""
+        module = self.stack.current_module
+        if module is None or module.model is None:
+            return False
+        try:
+            scope, _ = self._locate(node)
+        except KeyError:
+            return False
+        return scope.model is not None
+
+    def _own_call_into_model(self) -> Optional[cst.CSTNode]:
+        """The innermost call being followed that this file's code makes (its caller is
+        the analysed file, not an imported module): where the code handed control to the
+        library whose model reached the report (``self.manual_backward(d_loss)``, called
+        from ``training_step``, which Lightning's ``fit`` called)."""
+        sites, modules = self.stack.sites, self.stack.modules
+        for index in range(len(sites) - 1, -1, -1):
+            if index == 0 or modules[index - 1] is None:
+                return sites[index]
+        return None
 
     def call_site(self) -> Optional[cst.CSTNode]:
         """The analysed code's call that led to what is reported now: the outermost call
@@ -198,8 +222,10 @@ class Interpreter:
         """A node's line, as a message cites it (``cite``: the checker writes it relative
         to the file the finding is in)."""
         self._note_home(node)
-        path, line, _ = self.place(node)
-        return cite(path, line)
+        scope, start = self._locate(node)
+        if scope.model is not None:
+            return cite_model(scope.model, start.line)
+        return cite(scope.path, start.line)
 
     def place(self, node: cst.CSTNode) -> tuple[Optional[str], int, int]:
         """(path, line, column) of a node of this module or of a module it imports."""

@@ -26,6 +26,18 @@ reparametrize    replaces a layer's parameter (``weight``,   ``registers``: the 
 A call the models do not name is unknown, and unknown stays silent. To teach gradguard a
 library: add its file here (or an entry to one), with a fixture that torch runs; a new
 effect also needs the room that carries it out and a line in this table.
+
+**Python models.** A library whose behaviour is code rather than a table (a trainer that
+calls the user's hooks in the grad mode it chooses, in its own order) is modelled by a
+small Python module that behaves like the library where autograd can tell, under the
+library's own module path in ``models/`` (``models/lightning/pytorch/__init__.py`` is
+``lightning.pytorch``), like typeshed's stubs. Where the code imports a library that
+neither the project nor torch provides, the engine interprets its model instead, exactly
+as it follows the project's own modules (``analysis.project``), and follows every call
+into it (a model holds only what matters). What a model does not define stays unknown.
+Each model says in its docstring which release of the library it was checked against;
+its probes (``tests/library_probes/``) run once with the real library and once with the
+model in its place (``libraries.conformance``), and must observe the same.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 MODELS = Path(__file__).resolve().parent / "models"
 EFFECTS = frozenset({"reparametrize"})
@@ -83,3 +95,34 @@ def load() -> LibraryModels:
     for path in sorted(MODELS.glob("*.json")):
         calls.update(read_model(path))
     return LibraryModels(calls)
+
+
+def model_file(module: str, roots: Iterable[Path] = ()) -> Optional[Path]:
+    """The Python model of the module named ``module`` (``lightning.pytorch``): in the
+    folders ``roots`` first (a team's own models), then in the shipped ones; None if no
+    model has it."""
+    parts = [part for part in module.split(".") if part]
+    if not parts:
+        return None
+    for root in (*roots, MODELS):
+        base = root.joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def model_name(path: str, roots: Iterable[Path] = ()) -> Optional[str]:
+    """The library module a model file stands for (``lightning.pytorch``), or None if
+    ``path`` is no model's."""
+    resolved = Path(path).resolve()
+    for root in (*roots, MODELS):
+        try:
+            relative = resolved.relative_to(root.resolve())
+        except ValueError:
+            continue
+        parts = list(relative.with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        return ".".join(parts) or None
+    return None

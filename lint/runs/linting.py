@@ -59,6 +59,7 @@ class Plan:
     keep_lines: bool = False
     # the rules' settings: ((code, ((option, value), ...)), ...), values hashable
     options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+    models: tuple[str, ...] = ()  # folders of the team's library models (absolute)
 
     def ignored_in(self, path: str) -> list[str]:
         """The selectors ``per-file-ignores`` gives ``path`` (an absolute glob, from the
@@ -159,7 +160,7 @@ def lint_code(path: str, source: bytes | str, plan: Plan,
         lines = []
         raw = check_source(source, path, plan.rules, plan.debug, plan.rule_settings(),
                            session, cited_line=cited_line, imports_from=imports_from,
-                           conditional=plan.conditional)
+                           conditional=plan.conditional, models=plan.models)
         own_lines = None
         for where, group in _by_file(raw):
             ignored = plan.ignored_in(where)

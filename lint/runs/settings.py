@@ -117,6 +117,7 @@ def make_plan(options: CheckOptions, config: configuration.Config,
         conditional=conditional(options, config), keep_lines=keep_lines(options),
         options=tuple(sorted((code, tuple(sorted(values.items())))
                              for code, values in config.rules.items())),
+        models=tuple(config.models),
     )
     return plan, FileFinder(exclude, (here,), options.force_exclude, config_exclude,
                             config_roots)
@@ -360,6 +361,8 @@ def describe_settings(path: str, resolved: Resolved, resolver: Resolver,
         f"disable-noqa = {_show(options.disable_noqa)}",
         "", "# Conditional findings",
         f"conditional = {_show(plan.conditional)}",
+        "", "# Library models: [tool.gradguard] models, before gradguard's own",
+        f"models = {_show(list(plan.models))}",
         "", "# Rule options: [tool.gradguard.rules.<rule-name>]",
     ]
     settings = dict(plan.options)

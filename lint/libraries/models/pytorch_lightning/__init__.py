@@ -1,0 +1,4 @@
+"""A model of ``pytorch_lightning`` (Lightning's older name, the same classes) for
+gradguard."""
+
+from lightning.pytorch import LightningDataModule, LightningModule, Trainer
