@@ -293,6 +293,8 @@ class State:
         Field("saves",        EMPTY_SAVES,   same,      or_,         None,      EFFECT),
         Field("mutations",    frozenset(),   same,      or_,         None,      EFFECT),
         Field("allow_mutation", False,       same,      both,        None,      CONTEXT),
+        # certainly in inference mode: grad turned back on records nothing (``inference``)
+        Field("inference",    False,         same,      both,        None,      CONTEXT),
         Field("retained",     frozenset(),   same,      or_,         None,      EFFECT),
         Field("alias_writes", frozenset(),   same,      or_,         None,      EFFECT),
         Field("detach_aliases", frozenset(), same,      or_,         None,      EFFECT),

@@ -425,9 +425,12 @@ class AllowMutation(Value):
 
 @dataclass(frozen=True)
 class GradMode(Value):
-    """A grad-mode context manager (``torch.no_grad()``); ``mode`` is grad mode inside it."""
+    """A grad-mode context manager (``torch.no_grad()``); ``mode`` is grad mode inside it.
+    ``inference``: inside it inference mode is on (``torch.inference_mode()``), off
+    (``inference_mode(False)``), or as it was (None: every other context)."""
 
     mode: Tri
+    inference: Optional[bool] = None
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from gradguard.engine.common import (
     _literal,
     forget_objects,
     forget_rebindable,
+    grad_under,
     rebind_instance,
 )
 from gradguard.engine.constructions import Constructions, agreed, flag_of
@@ -213,7 +214,7 @@ class UserCalls(Room):
         definition = method.node
         params = list(definition.params.posonly_params) + list(definition.params.params)
         if not params or _is_static(definition) or (
-                definition.name.value != "forward"
+                definition.name.value != "forward" and not self._hook_of_a_model()
                 and not self.worth_following(definition, method.module)
                 and not rebinds_outer_names(method) and not self._own_helper(instance)
                 and not _rebinds_self(method) and not _runs_held_layer(instance, method)
@@ -224,6 +225,13 @@ class UserCalls(Room):
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
         bindings[params[0].name.value] = instance
         return self.run(st, method, bindings, method.grad_mode, call)
+
+    def _hook_of_a_model(self) -> bool:
+        """Whether the call is made by a library model's code (``Trainer.test`` calling
+        the user's ``test_step``): a framework calling the user's hook is what the model
+        is there to show, whatever the hook's own syntax says."""
+        module = self.stack.current_module
+        return module is not None and module.model is not None
 
     def _own_helper(self, instance: Instance) -> bool:
         """Whether the call is made by a method of the module's class on one of its
@@ -308,10 +316,11 @@ class UserCalls(Room):
         definition = function.node
         for recording in stack.recordings:
             recording.tried.add(definition)
-            recording.deepest = max(recording.deepest, len(stack.active))
+            recording.deepest = max(recording.deepest, stack.depth)
         module = function.module if function.module is not self.file.scope else None
         same_module = module is stack.current_module
-        if definition in stack.active or len(stack.active) >= MAX_CALL_DEPTH \
+        in_model = module is not None and module.model is not None
+        if definition in stack.active or stack.depth >= MAX_CALL_DEPTH and not in_model \
                 or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
             forget_objects(st, bindings.values())
@@ -326,7 +335,7 @@ class UserCalls(Room):
             key = self._context(st, function, bindings, grad_mode, globals_, closure)
             with stack.call(site, module):
                 summary = None if key is None else self.summaries.find(
-                    key, st.heap, stack.active, budget.left, MAX_CALL_DEPTH)
+                    key, st.heap, stack.active, stack.depth, budget.left, MAX_CALL_DEPTH)
                 if summary is not None:
                     budget.left -= summary.steps
                     for kind, event in summary.events:
@@ -379,7 +388,7 @@ class UserCalls(Room):
         inner = st.callee(env=dict(closure), heap=Heap(layers=(reads,)), globals=globals_,
                           scope=function.scope)
         if grad_mode is not None:
-            inner.grad = grad_mode
+            inner.grad = grad_under(inner, grad_mode)
         for param in _all_params(definition.params):  # what the call did not pass
             name = param.name.value
             if name not in bindings:
@@ -389,7 +398,8 @@ class UserCalls(Room):
             inner.bind(name, value)
         recording = Recording()
         steps_before = budget.left
-        with stack.run(definition, site, reads, recording) as returns:
+        in_model = function.module is not None and function.module.model is not None
+        with stack.run(definition, site, reads, recording, in_model) as returns:
             end = self.engine.block(definition.body.body, inner)
         for outer in stack.recordings:  # what it did, the calls that contain it did too
             outer.tried |= recording.tried
@@ -407,8 +417,8 @@ class UserCalls(Room):
         summary = Summary(
             reads=tuple(reads.reads.items()),
             recursion=frozenset(d for d in recording.tried if d in stack.active),
-            tried=frozenset(recording.tried), depth=len(stack.active),
-            reach=max(0, recording.deepest - len(stack.active)),
+            tried=frozenset(recording.tried), depth=stack.depth,
+            reach=max(0, recording.deepest - stack.depth),
             steps=steps_before - budget.left,
             result=result, writes=writes, layers=layers, effect=out.call_effect(),
             env=tuple(out.env.items()), events=tuple(recording.events),

@@ -74,6 +74,14 @@ def tri_of(value: Value) -> Tri:
     return Tri.MAYBE
 
 
+def grad_under(st: State, mode: Tri) -> Tri:
+    """Grad mode ``mode`` asked for (``torch.enable_grad()``, ``@torch.enable_grad()``) as
+    it takes effect in ``st``: in inference mode no op records a graph, whatever grad mode
+    says (a hook Lightning's ``trainer.test`` runs under ``inference_mode()`` cannot turn
+    it back on with ``enable_grad()``)."""
+    return Tri.NO if st.inference and mode is not Tri.NO else mode
+
+
 def _retains(retain: Optional[Value], create: Optional[Value]) -> Tri:
     """Whether a backward keeps its graph (``retain_graph`` defaults to ``create_graph``)."""
     flag = retain if retain is not None and not (isinstance(retain, Const)

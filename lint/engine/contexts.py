@@ -99,6 +99,7 @@ class CallStack:
         # rules (for its summary), its call and its caller's heap, (state, value) at each
         # of its returns.
         self.active: list[cst.FunctionDef] = []
+        self._in_model: list[bool] = []  # per active body: a library model's code
         self.recordings: list[Recording] = []
         self.entries: list[tuple[cst.CSTNode, HeapReads]] = []
         self.returns: list[list[tuple[State, object]]] = []
@@ -161,12 +162,13 @@ class CallStack:
 
     @contextmanager
     def run(self, definition: cst.FunctionDef, site: cst.CSTNode, reads: HeapReads,
-            recording: Recording) -> Iterator[list]:
+            recording: Recording, in_model: bool = False) -> Iterator[list]:
         """Inside the block, the body of ``definition`` runs for the call ``site`` on a view
         of its caller's heap (``reads``), what it does noted in ``recording``; the block
         gets the list its ``return`` statements fill."""
         returns: list = []
         self.active.append(definition)
+        self._in_model.append(in_model)
         self.recordings.append(recording)
         self.entries.append((site, reads))
         self.returns.append(returns)
@@ -174,9 +176,17 @@ class CallStack:
             yield returns
         finally:
             self.active.pop()
+            self._in_model.pop()
             self.recordings.pop()
             self.entries.pop()
             self.returns.pop()
+
+    @property
+    def depth(self) -> int:
+        """The bodies being run that count against the depth bound: a library model's do
+        not (a trainer's loop, its closure: the calls of the user's code it makes are the
+        ones the bound is for)."""
+        return len(self.active) - sum(self._in_model)
 
     @contextmanager
     def construction(self, instance: Instance) -> Iterator[None]:

@@ -25,7 +25,7 @@ from gradguard.domain.values import (
     Value,
     join_values,
 )
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, truth_of
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, dotted, grad_under, truth_of
 from gradguard.engine.conditions import (
     body_key,
     class_key,
@@ -257,7 +257,7 @@ class ControlFlow(Room):
         """A ``with`` block: grad-mode contexts set the mode inside it; a context manager
         of the file's classes runs its ``__enter__`` before the body and its ``__exit__``
         after it (what it writes or restores there, in that order)."""
-        outer_grad = st.grad
+        outer_grad, outer_inference = st.grad, st.inference
         inner_grad = None
         outer_allow = st.allow_mutation
         managers = []
@@ -265,7 +265,9 @@ class ControlFlow(Room):
             value = self.expressions.evaluate(item.item, st)
             entered: Value = UNKNOWN
             if isinstance(value, GradMode):
-                inner_grad = value.mode
+                if value.inference is not None:
+                    st.inference = value.inference
+                inner_grad = grad_under(st, value.mode)
             elif isinstance(value, AllowMutation):
                 st.allow_mutation = True
             elif _manager(value, "__enter__"):
@@ -279,6 +281,7 @@ class ControlFlow(Room):
         end = self.engine.suite(node.body, st)
         if end is not None and inner_grad is not None:
             end.grad = outer_grad  # leaving the block restores grad mode
+            end.inference = outer_inference
         if end is not None:
             end.allow_mutation = outer_allow
         for item, manager in reversed(managers):

@@ -104,11 +104,12 @@ class SummaryTable:
     def __init__(self) -> None:
         self.table: dict[tuple, list[Summary]] = {}
 
-    def find(self, key: tuple, heap: Heap, active: list, steps_left: int,
+    def find(self, key: tuple, heap: Heap, active: list, depth: int, steps_left: int,
              max_depth: int) -> Optional[Summary]:
+        """A summary of ``key`` that holds here: ``active`` the bodies being run, ``depth``
+        those of them that count against the depth bound (``CallStack.depth``)."""
         if not self.enabled:
             return None
-        depth = len(active)
         for summary in self.table.get(key, ()):
             if summary.steps >= steps_left:
                 continue

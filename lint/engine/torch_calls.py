@@ -27,7 +27,7 @@ from gradguard.domain.values import (
     TorchDevice,
     Value,
 )
-from gradguard.engine.common import _retains, source_text, spelled_out, tri_of
+from gradguard.engine.common import _retains, grad_under, source_text, spelled_out, tri_of
 from gradguard.engine.kinds import device_named
 from gradguard.engine.room import Room
 from gradguard.engine.tensors import returns_values_and_indices
@@ -100,9 +100,14 @@ class TorchCalls(Room):
             retain = self.callees.argument(node, args, "retain_graph", first)
             create = self.callees.argument(node, args, "create_graph", first + 1)
             reach = self.callees.argument(node, args, "inputs", 5 if name == "backward" else 1)
-            roots = arg0.items if isinstance(arg0, Seq) else [arg0]
+            keyword = "tensors" if name == "backward" else "outputs"
+            differentiated = self.callees.argument(node, args, keyword, 0)
+            roots = differentiated.items if isinstance(differentiated, Seq) \
+                else [UNKNOWN if differentiated is None else differentiated]
+            written = next((arg.value for arg in node.args if arg.keyword is None
+                            or arg.keyword.value == keyword), None) if node.args else None
             self.saved.run_backward(st, node, roots, _retains(retain, create),
-                                    source_text(node.args[0].value) if node.args
+                                    source_text(written) if written is not None
                                     else Prose("the tensor"),
                                     reach=UNKNOWN if name == "grad" and reach is None else reach,
                                     spelled_out=spelled_out(node))
@@ -300,14 +305,16 @@ class TorchCalls(Room):
         if effect == "on":
             return GradMode(Tri.YES)
         if effect == "off":
-            if "inference_mode" in source_text(node.func) and args:
-                # inference_mode(False) leaves grad mode as it is
-                flag = tri_of(args[0])
-                return GradMode(Tri.NO if flag is Tri.YES else st.grad if flag is Tri.NO
-                                else Tri.MAYBE)
+            if "inference_mode" in source_text(node.func):
+                # inference_mode(False) leaves grad mode as it is, and inference mode off
+                flag = tri_of(args[0]) if args else Tri.YES
+                if flag is Tri.NO:
+                    return GradMode(st.grad, inference=False)
+                return GradMode(Tri.NO, inference=True) if flag is Tri.YES \
+                    else GradMode(Tri.MAYBE)
             return GradMode(Tri.NO)
         mode = tri_of(args[0]) if args else Tri.MAYBE
-        st.grad = mode  # set_grad_enabled(...) takes effect when called
+        st.grad = grad_under(st, mode)  # set_grad_enabled(...) takes effect when called
         return GradMode(mode)
 
 
