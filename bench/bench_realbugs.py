@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 CORPUS = Path(__file__).resolve().parent / "realbugs"
-SHAPES = ("elsewhere", "collections", "time", "conditions", "new-errors")
+SHAPES = ("elsewhere", "collections", "time", "conditions", "new-errors", "libraries")
 FIELDS = ("Source", "Shape", "Symptom")
 CULPRIT = re.compile(r"#\s*culprit:\s*(GG\d{3}|-)\s*$")
 HAZARD = re.compile(r"GG[123]\d\d$")
