@@ -60,6 +60,7 @@ class Project:
         # Folders of a team's own library models, looked in before the shipped ones
         # (``gradguard.libraries``: an import the project does not resolve is a model's)
         self.model_roots: tuple[Path, ...] = ()
+        self._models: dict[str, Optional[str]] = {}  # path -> the library it models
 
     def use_models(self, folders) -> None:
         """Look for library models in ``folders`` (a team's own, by its configuration)
@@ -68,6 +69,15 @@ class Project:
         if roots != self.model_roots:
             self.model_roots = roots
             self._resolved.clear()
+            self._models.clear()
+
+    def model_of(self, path: Path) -> Optional[str]:
+        """The library whose model the file at ``path`` is, or None (asked of every
+        import: remembered per path)."""
+        key = str(path)
+        if key not in self._models:
+            self._models[key] = model_name(key, self.model_roots)
+        return self._models[key]
 
     # ----------------------------------------------------------------- resolving
     def roots_of(self, importer: str) -> list[Path]:
@@ -122,7 +132,7 @@ class Project:
         anything: a first look with Python's own parser, far cheaper than analysing it
         (a function that writes nothing, builds nothing and steps nothing does not). A
         library model's every name may: a model holds only what matters."""
-        if model_name(str(path), self.model_roots) is not None:
+        if self.model_of(path) is not None:
             return True
         note_read(path)
         try:
@@ -214,7 +224,7 @@ class Project:
         except Exception:  # unreadable, undecodable, or not Python: its imports give unknowns
             return None
         scope = ModuleScope(str(path), module, text=text,
-                            model=model_name(str(path), self.model_roots))
+                            model=self.model_of(path))
         interpreter = Interpreter(module, (), lambda *_: None, [], scope.positions,
                                   project=self, scope=scope, bodies=False,
                                   knowledge=self.knowledge)
