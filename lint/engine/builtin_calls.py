@@ -168,6 +168,9 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
         return _value_isinstance(value, classes)
     verdicts = []
     for cls in classes.items if isinstance(classes, Seq) else (classes,):
+        if isinstance(cls, Ref) and cls.qualname in NOT_LAYERS:
+            verdicts.append(False)  # a layer is no tensor, optimizer, list or dict
+            continue
         if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
             return UNKNOWN
         name = cls.qualname.rpartition(".")[2]
@@ -213,3 +216,4 @@ TENSOR_CLASSES = frozenset({"torch.Tensor"})
 SEQUENCE_CLASSES = frozenset({"builtins.tuple", "builtins.list"})
 MAPPING_CLASSES = frozenset({"builtins.dict"})
 OPTIMIZER_CLASSES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+NOT_LAYERS = TENSOR_CLASSES | SEQUENCE_CLASSES | MAPPING_CLASSES | OPTIMIZER_CLASSES

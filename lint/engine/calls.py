@@ -537,11 +537,14 @@ def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) ->
 
 def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:
     """Parameter name -> value for what a call passes (``offset`` positions are taken
-    already: ``self``). After a ``*args``/``**kwargs`` argument, every parameter not yet
-    bound is unknown (not its default)."""
+    already: ``self``); ``*args`` holds the positional values left over, in order. After a
+    ``*args``/``**kwargs`` argument of the call, every parameter not yet bound is unknown
+    (not its default)."""
     names = [param.name.value for param in _all_params(params)]
     bound: dict = {}
     positional = list(params.posonly_params) + list(params.params)
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+    extra = []  # what ``*args`` gathers
     position = offset
     for arg, value in zip(call.args, args[offset:]):
         if arg.star:
@@ -552,6 +555,10 @@ def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: i
         elif position < len(positional):
             bound[positional[position].name.value] = value
             position += 1
+        elif star is not None:
+            extra.append(value)
+    if star is not None:
+        bound[star.name.value] = Seq(tuple(extra))  # ``prepare(model, optimizer)``
     return bound
 
 

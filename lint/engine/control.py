@@ -206,6 +206,10 @@ class ControlFlow(Room):
             return None
         if _objects_in(Seq(items)) and not _objects_in(_joined(items)):
             return items
+        if any(isinstance(item, (ModuleObj, Optimizer, Instance)) for item in items) \
+                and _joined(items) is UNKNOWN:
+            return items  # a model and its optimizer (accelerate's ``prepare(*args)``):
+            # one element standing for both would be neither
         if node not in self._unrolling_reasons:
             self._unrolling_reasons[node] = _unrolling_reasons(node)
         indexed, grown = self._unrolling_reasons[node]
