@@ -16,8 +16,15 @@ from cli_helpers import file_writer, gg
 
 from gradguard import check_source
 from gradguard.analysis.project import Project
-from gradguard.libraries import EFFECTS, MODELS, conformance, load, model_file, model_name, \
-    read_model
+from gradguard.libraries import (
+    EFFECTS,
+    MODELS,
+    conformance,
+    load,
+    model_file,
+    model_name,
+    read_model,
+)
 
 
 def _resolve(qualname: str):

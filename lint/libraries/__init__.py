@@ -97,6 +97,13 @@ def load() -> LibraryModels:
     return LibraryModels(calls)
 
 
+def modelled_libraries() -> tuple[str, ...]:
+    """The top-level modules gradguard ships Python models of (``lightning``,
+    ``accelerate``, ...)."""
+    return tuple(sorted({path.parent.name for path in MODELS.glob("*/__init__.py")}
+                        | {path.stem for path in MODELS.glob("*.py")}))
+
+
 def model_file(module: str, roots: Iterable[Path] = ()) -> Optional[Path]:
     """The Python model of the module named ``module`` (``lightning.pytorch``): in the
     folders ``roots`` first (a team's own models), then in the shipped ones; None if no

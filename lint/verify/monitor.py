@@ -96,6 +96,7 @@ intercepted call (other than the ``.grad`` one) are attributed to this module's 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import os
 import runpy
@@ -149,6 +150,7 @@ def _roots() -> tuple[list[str], list[str]]:
             excluded.append(os.path.dirname(os.path.abspath(module.__file__)))
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gradguard (lint/)
     excluded.append(here)
+    excluded.extend(_modelled_library_roots())
     try:
         import gradguard.rules as rules  # noqa: PLC0415
 
@@ -164,12 +166,31 @@ def _roots() -> tuple[list[str], list[str]]:
     return [os.path.join(p, "") for p in excluded], [os.path.join(p, "") for p in stdlib]
 
 
+def _modelled_library_roots() -> list[str]:
+    """Where the libraries gradguard has models of are installed (``gradguard.libraries``):
+    their lines are no user's, as the static side places a hazard inside one at the user's
+    call into it (Lightning's ``manual_backward``: the user's ``self.manual_backward(loss)``).
+    Found without importing them."""
+    from gradguard.libraries import modelled_libraries  # noqa: PLC0415
+
+    roots = []
+    for name in modelled_libraries():
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            roots.extend(os.path.abspath(path) for path in spec.submodule_search_locations)
+    return roots
+
+
 _EXCLUDED, _STDLIB = _roots()
 
 
 def default_user_files(filename: str) -> bool:
-    """True for a file of the user's: not torch, not gradguard, not the standard library
-    (third-party packages installed under it, ``site-packages``, do count as user code)."""
+    """True for a file of the user's: not torch, not gradguard, not the standard library,
+    not a library gradguard has a model of (other third-party packages installed under
+    it, ``site-packages``, do count as user code)."""
     if not filename:
         return False
     if filename.startswith("<"):

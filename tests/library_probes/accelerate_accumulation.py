@@ -5,7 +5,6 @@ import json
 
 import torch
 import torch.nn as nn
-
 from accelerate import Accelerator
 
 

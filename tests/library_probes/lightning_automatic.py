@@ -3,11 +3,10 @@ and validation), then ``validate``, ``test`` and ``predict``, in the default inf
 mode. Each hook and each optimizer call says what autograd sees there."""
 import json
 
+import lightning.pytorch as pl
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
-
-import lightning.pytorch as pl
 
 
 def record(event, **facts):

@@ -4,11 +4,10 @@ evaluation hooks with ``Trainer(inference_mode=False)``, where ``torch.enable_gr
 inside a hook turns grad back on."""
 import json
 
+import pytorch_lightning as pl
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
-
-import pytorch_lightning as pl
 
 
 def record(event, **facts):

@@ -2,3 +2,5 @@
 ``lightning.pytorch`` (``import lightning as L; L.Trainer``)."""
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
+
+__all__ = ["LightningDataModule", "LightningModule", "Trainer"]

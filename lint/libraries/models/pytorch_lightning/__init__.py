@@ -2,3 +2,5 @@
 gradguard."""
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
+
+__all__ = ["LightningDataModule", "LightningModule", "Trainer"]
