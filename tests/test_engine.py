@@ -1269,3 +1269,28 @@ def test_a_step_in_a_helper_names_the_calls_that_step_and_backpropagate():
     assert finding.line == 7
     assert "(the step runs in the call at line 15, the backward in the call at line 16)" \
         in finding.message
+
+
+def test_name_counts_skip_strings_and_comments_as_tokenize_does():
+    """``constructions._name_tokens`` blanks strings and comments with a regular expression
+    instead of running Python's tokenize: the counts must be tokenize's, prefixes,
+    triple quotes, escapes and quotes inside comments included. (No f-string: from
+    Python 3.12 on, tokenize reads the names inside one, as the analysis does not need.)"""
+    import io
+    import tokenize
+    from collections import Counter
+
+    from gradguard.engine.constructions import _name_tokens
+
+    text = (
+        'x = "a # not a comment" + Net  # a comment with a quote \' and Net\n'
+        "y = rb'\\x00 Net' + u\"Net\" + '''Net\n\"Net\" Net''' + Net\n"
+        's = "escaped \\" Net" ; t = \'line \\\n Net\'\n'
+        'class Net: pass\n'
+        'z = 1e5 + 0xff + Net.weight\n'
+    )
+    expected = Counter(token.string for token in
+                       tokenize.generate_tokens(io.StringIO(text).readline)
+                       if token.type == tokenize.NAME)
+    assert _name_tokens(text) == expected
+    assert expected["Net"] == 4

@@ -21,9 +21,7 @@ has that value: no other one is ever made. The evidence is counted, never guesse
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections import Counter
 from typing import Hashable, Optional
 
@@ -155,13 +153,21 @@ def agreed(per_site: list, name: str) -> Optional[Const]:
     return Const(passed.pop()[1])
 
 
+# A comment or a string literal (any prefix, triple-quoted or not): what a name written
+# inside is not a use of it. Scanned left to right, so a quote inside a comment and a
+# ``#`` inside a string are each part of what holds them.
+_NOT_CODE = re.compile("|".join((
+    r"#[^\n]*",
+    r"(?<!\w)[rRbBuUfF]{0,2}(?:" + "|".join((
+        r"'''[\s\S]*?'''", r'"""[\s\S]*?"""',
+        r"'(?:\\[\s\S]|[^'\\\n])*'", r'"(?:\\[\s\S]|[^"\\\n])*"')) + ")")))
+_NAME = re.compile(r"(?<!\w)[A-Za-z_]\w*")
+
+
 def _name_tokens(text: str) -> Counter:
-    """How often each name is written as one (not in a string or comment)."""
-    counts: Counter = Counter()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.NAME:
-                counts[token.string] += 1
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return Counter()
-    return counts
+    """How often each name is written as one (not in a string or comment): the text's
+    strings and comments blanked out, then its words. The same counts as Python's
+    ``tokenize`` gives (``tests/test_engine.py``), which, pure Python, cost half a second
+    over 120 of torch's files."""
+    code = _NOT_CODE.sub(" ", text)
+    return Counter(_NAME.findall(code))

@@ -85,9 +85,8 @@ def syntax_events(root: cst.CSTNode) -> Iterator[tuple[str, str]]:
                 yield "name", node.value
         elif kind is cst.Call:
             func = node.func
-            name = func.attr.value if type(func) is cst.Attribute \
-                else func.value if type(func) is cst.Name else ""
-            yield "call", "forward" if name == "self" else name  # self(x) runs forward
+            yield "call", (func.attr.value if type(func) is cst.Attribute
+                           else func.value if type(func) is cst.Name else "")
             for arg in node.args:
                 if arg.keyword is not None:
                     yield "keyword", arg.keyword.value
