@@ -100,6 +100,7 @@ class CallStack:
         # of its returns.
         self.active: list[cst.FunctionDef] = []
         self._in_model: list[bool] = []  # per active body: a library model's code
+        self._model_bodies = 0  # how many of them are
         self.recordings: list[Recording] = []
         self.entries: list[tuple[cst.CSTNode, HeapReads]] = []
         self.returns: list[list[tuple[State, object]]] = []
@@ -169,6 +170,7 @@ class CallStack:
         returns: list = []
         self.active.append(definition)
         self._in_model.append(in_model)
+        self._model_bodies += in_model
         self.recordings.append(recording)
         self.entries.append((site, reads))
         self.returns.append(returns)
@@ -176,7 +178,7 @@ class CallStack:
             yield returns
         finally:
             self.active.pop()
-            self._in_model.pop()
+            self._model_bodies -= self._in_model.pop()
             self.recordings.pop()
             self.entries.pop()
             self.returns.pop()
@@ -186,7 +188,7 @@ class CallStack:
         """The bodies being run that count against the depth bound: a library model's do
         not (a trainer's loop, its closure: the calls of the user's code it makes are the
         ones the bound is for)."""
-        return len(self.active) - sum(self._in_model)
+        return len(self.active) - self._model_bodies
 
     @contextmanager
     def construction(self, instance: Instance) -> Iterator[None]:
