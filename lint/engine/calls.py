@@ -197,7 +197,7 @@ class UserCalls(Room):
         ``quantize_`` calling the helper that ``setattr``s the replacements: a module
         handed to a call not followed keeps the layers its class gave it). ``module``: the
         ``ModuleScope`` the function was defined in (None: the analysed file)."""
-        if module is not None and module.model is not None:
+        if _is_model(module):
             return True  # a library model holds only what matters (gradguard.libraries)
         key = id(definition)
         if key not in self._worth:
@@ -230,8 +230,7 @@ class UserCalls(Room):
         """Whether the call is made by a library model's code (``Trainer.test`` calling
         the user's ``test_step``): a framework calling the user's hook is what the model
         is there to show, whatever the hook's own syntax says."""
-        module = self.stack.current_module
-        return module is not None and module.model is not None
+        return _is_model(self.stack.current_module)
 
     def _own_helper(self, instance: Instance) -> bool:
         """Whether the call is made by a method of the module's class on one of its
@@ -319,8 +318,7 @@ class UserCalls(Room):
             recording.deepest = max(recording.deepest, stack.depth)
         module = function.module if function.module is not self.file.scope else None
         same_module = module is stack.current_module
-        in_model = module is not None and module.model is not None
-        if definition in stack.active or stack.depth >= MAX_CALL_DEPTH and not in_model \
+        if definition in stack.active or stack.depth >= MAX_CALL_DEPTH and not _is_model(module) \
                 or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
             forget_objects(st, bindings.values())
@@ -398,8 +396,7 @@ class UserCalls(Room):
             inner.bind(name, value)
         recording = Recording()
         steps_before = budget.left
-        in_model = function.module is not None and function.module.model is not None
-        with stack.run(definition, site, reads, recording, in_model) as returns:
+        with stack.run(definition, site, reads, recording, _is_model(function.module)) as returns:
             end = self.engine.block(definition.body.body, inner)
         for outer in stack.recordings:  # what it did, the calls that contain it did too
             outer.tried |= recording.tried
@@ -533,6 +530,11 @@ def self_attributes(method: cst.FunctionDef, end: State, unstable: frozenset) ->
                 and value is not UNKNOWN:
             found[attr] = value
     return found
+
+
+def _is_model(module: Optional[ModuleScope]) -> bool:
+    """Whether ``module`` is a library model (``gradguard.libraries``)."""
+    return module is not None and module.model is not None
 
 
 def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:
