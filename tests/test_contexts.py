@@ -24,7 +24,7 @@ from gradguard.engine.room import Room, _OtherRoom
 from gradguard.knowledge import load
 from gradguard.syntax.positions import Positions
 
-# the rooms, each reached by an attribute ``_other_room`` makes (``libraries`` is no room)
+# the rooms, each reached through an ``_OtherRoom`` attribute (``libraries`` is no room)
 ROOMS = sorted(name for name, value in vars(Room).items() if isinstance(value, _OtherRoom))
 
 

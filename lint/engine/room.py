@@ -30,11 +30,6 @@ class _OtherRoom:
         return other
 
 
-def _other_room(name: str) -> _OtherRoom:
-    """The interpreter's room called ``name``."""
-    return _OtherRoom(name)
-
-
 class Room:
     """A part of the interpreter (statements, expressions, callees, tensors, ...). It is made with
     the interpreter it belongs to (``engine``: it runs statements, ``block`` and
@@ -59,19 +54,19 @@ class Room:
         """The library models, read once per process."""
         return load_library_models()
 
-    statements = _other_room("statements")
-    imports = _other_room("imports")
-    control = _other_room("control")
-    definitions = _other_room("definitions")
-    expressions = _other_room("expressions")
-    callees = _other_room("callees")
-    builtins = _other_room("builtins")
-    tensors = _other_room("tensors")
-    kinds = _other_room("kinds")
-    tensor_methods = _other_room("tensor_methods")
-    inplace = _other_room("inplace")
-    torch = _other_room("torch")
-    modules = _other_room("modules")
-    saved = _other_room("saved")
-    calls = _other_room("calls")
-    custom_functions = _other_room("custom_functions")
+    statements = _OtherRoom("statements")
+    imports = _OtherRoom("imports")
+    control = _OtherRoom("control")
+    definitions = _OtherRoom("definitions")
+    expressions = _OtherRoom("expressions")
+    callees = _OtherRoom("callees")
+    builtins = _OtherRoom("builtins")
+    tensors = _OtherRoom("tensors")
+    kinds = _OtherRoom("kinds")
+    tensor_methods = _OtherRoom("tensor_methods")
+    inplace = _OtherRoom("inplace")
+    torch = _OtherRoom("torch")
+    modules = _OtherRoom("modules")
+    saved = _OtherRoom("saved")
+    calls = _OtherRoom("calls")
+    custom_functions = _OtherRoom("custom_functions")
