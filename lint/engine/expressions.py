@@ -327,6 +327,8 @@ class Expressions(Room):
 
     def _subscript(self, node: cst.Subscript, st: State) -> Value:
         base = self.evaluate(node.value, st)
+        if isinstance(base, Imported):  # ``from config import TABLE; TABLE["lr"]``
+            base = self.imports.resolve_import(st, base)
         if isinstance(base, TensorRef):
             kind, indices = self.read_index(node, st)
             if kind in (IndexKind.BASIC, IndexKind.WHOLE):  # reading t[:] gives a view
