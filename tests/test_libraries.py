@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import file_writer, gg
+from probe_tool import load_tool
 
 from gradguard import check_source
 from gradguard.analysis.project import Project
@@ -92,6 +93,19 @@ def test_every_modelled_library_has_probes():
                 for name in conformance.LIBRARIES.get(library, (library,))}
     assert modelled <= families, "a model of a library no probe runs against"
     assert set(conformance.LIBRARIES) <= probed
+
+
+def test_the_generated_lightning_hook_modes_are_the_installed_lightnings():
+    """The model of Lightning reads which grad mode each hook runs in from a table written
+    by running Lightning (``tools/probe_lightning_modes.py``): running it again with the
+    pinned Lightning writes the same table, so no hand edit and no Lightning upgrade goes
+    unnoticed."""
+    lightning = pytest.importorskip("lightning")
+    shipped = (MODELS / "lightning" / "pytorch" / "_hook_modes.py").read_text(encoding="utf-8")
+    if f"Lightning {lightning.__version__}:" not in shipped.splitlines()[0]:
+        pytest.skip(f"the table is not for Lightning {lightning.__version__}")
+    probe = load_tool("probe_lightning_modes")
+    assert probe.render(*probe.observe(), probe.release()) == shipped
 
 
 def test_the_model_finder_refuses_what_the_model_lacks():

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate every data file the linter ships (lint/knowledge/data/*.json) from the installed torch.
+# Regenerate every data file the linter ships (lint/knowledge/data/*.json) from the installed torch,
+# and the generated tables of the library models from the installed libraries.
 # Usage (repo root or anywhere): tools/regenerate.sh   [uses $PYTHON, default: python]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +15,4 @@ PYTHON="${PYTHON:-python}"
 "$PYTHON" tools/probe_layouts.py --write
 "$PYTHON" tools/gen_signatures.py --write  # reads the tables above
 "$PYTHON" tools/gen_nondifferentiable.py --write
+"$PYTHON" tools/probe_lightning_modes.py --write  # the model of Lightning: needs lightning (test extra)
