@@ -11,6 +11,10 @@ builds both), the builds taking turns so that both see the same machine:
   turns file by file), timed file by file: the total and the slowest files. With
   ``--cli-runs N`` also ``gradguard check --no-cache`` over the tree, N times per build
   (its processes, as a user runs it): the median wall time.
+- **A program importing modelled libraries** (``--libraries``): ``programs/
+  lightning_transformers.py`` (Lightning and transformers), checked by ``gradguard check
+  --no-cache`` in a fresh process per build, ``--repeat`` times: the fastest wall time,
+  the library models read cold each time.
 - **Deeply nested generated programs**: ``bench_generated``'s programs (this tree's
   generator, so both builds check the same text) at ``--sizes`` and ``--depths``, each
   checked in a fresh process per build, ``--repeat`` times: the fastest time per program.
@@ -95,6 +99,22 @@ def cli_wall(build: Path, tree: Path) -> float:
     return time.monotonic() - start
 
 
+def library_program(builds: dict[str, Path], repeat: int) -> None:
+    """The program importing Lightning and transformers, cold, per build: the fastest of
+    ``repeat`` fresh processes (the builds taking turns)."""
+    program = HERE / "programs" / "lightning_transformers.py"
+    best = {label: float("inf") for label in builds}
+    for _ in range(repeat):
+        for label, build in builds.items():
+            best[label] = min(best[label], cli_wall(build, program))
+    base, tree = best.values()
+    print(f"\n### {program.name}, checked cold (fastest of {repeat})\n")
+    print("| build | seconds |\n|:--|--:|")
+    for label, seconds in best.items():
+        print(f"| {label} | {seconds:.2f} |")
+    print(f"\nratio tree / base: {tree / base:.2f}x")
+
+
 def torch_tree(builds: dict[str, Path], cli_runs: int, top: int) -> None:
     tree = compare_real._installed_torch()
     files = sorted(tree.rglob("*.py"))
@@ -156,6 +176,8 @@ def main() -> int:
                         help="`gradguard check` runs over the torch tree per build (0: none)")
     parser.add_argument("--top", type=int, default=5, help="slowest torch files shown")
     parser.add_argument("--skip-nested", action="store_true", help="no generated programs")
+    parser.add_argument("--libraries", action="store_true",
+                        help="also the program importing Lightning and transformers")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1200, 2600])
     parser.add_argument("--depths", type=int, nargs="+", default=[6, 7, 8, 9])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
@@ -172,6 +194,8 @@ def main() -> int:
     if not options.skip_nested:
         within = nested(builds, options.sizes, options.depths, options.seeds, options.repeat,
                         options.limit)
+    if options.libraries:
+        library_program(builds, options.repeat)
     if not options.skip_torch:
         torch_tree(builds, options.cli_runs, options.top)
     return 0 if within else 1
