@@ -1,0 +1,32 @@
+"""The maintainer's answer in geotorch#44: after parametrizing, the trained tensor (the leaf the optimizer
+holds) is linear.parametrizations.weight.original, so its .grad is the one to inspect."""
+import torch
+from torch import nn
+from torch.nn.utils.parametrizations import orthogonal
+
+
+class Net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = orthogonal(nn.Linear(n, n, bias=False))
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+torch.manual_seed(0)
+n = 6
+target = torch.linalg.qr(torch.randn(n, n)).Q  # the map to recover is orthogonal
+model = Net(n)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+grad_norms = []
+for step in range(10):
+    x = torch.randn(32, n)
+    loss = (model(x) - x @ target.T).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    grad = model.linear.parametrizations.weight.original.grad
+    grad_norms.append(None if grad is None else grad.norm().item())
+    optimizer.step()
+print(loss.item(), grad_norms[-1])
+assert grad_norms[-1] is not None, "the orthogonal layer's weight has no gradient"
