@@ -23,6 +23,7 @@ from gradguard.rules.gg307_detached_loss_term import DetachedLossTerm
 from gradguard.rules.gg308_legacy_variable import LegacyVariableRule
 from gradguard.rules.gg309_detach_alias_read_after_write import DetachAliasReadAfterWrite
 from gradguard.rules.gg310_tensor_copy_cuts_graph import TensorCopyCutsGraph
+from gradguard.rules.gg311_gradient_cut_off import GradientCutOffRule
 from gradguard.rules.gg900_unused_noqa import UnusedNoqa
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -47,6 +48,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     LegacyVariableRule,
     DetachAliasReadAfterWrite,
     TensorCopyCutsGraph,
+    GradientCutOffRule,
     UnusedNoqa,
 )
 

@@ -16,6 +16,7 @@ from gradguard.domain.events import (
     BackwardWithoutGrad,
     DetachInplace,
     DroppedTerm,
+    GradientCutOff,
     InplaceWrite,
     LegacyVariable,
     NonLeafGradRead,
@@ -151,6 +152,9 @@ class Rule:
     def on_dropped_term(self, event: DroppedTerm) -> None:
         pass
 
+    def on_gradient_cut_off(self, event: GradientCutOff) -> None:
+        pass
+
     def on_legacy_variable(self, event: LegacyVariable) -> None:
         pass
 
@@ -200,7 +204,7 @@ class Rule:
 EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
                "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
                "legacy_variable", "requires_grad_set", "out_argument",
-               "backward_through_freed")
+               "backward_through_freed", "gradient_cut_off")
 
 
 def handlers_of(rule: Rule) -> dict:

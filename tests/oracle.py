@@ -55,6 +55,10 @@ Modes (``MODES``):
   ``torch.tensor([a, b])`` becomes ``torch.stack([a, b])``, ``torch.tensor(t)`` becomes
   ``(t)``) the program runs clean and some leaf's ``.grad`` differs.  (Whether that gradient is *wanted* is the annotation's
   claim: torch can only prove the line cuts a path a backward would otherwise take.)
+* ``never_trained`` (parameters cut off from the loss, GG311): the base runs clean and
+  some requires-grad leaf of the final globals (module and optimiser parameters included)
+  ends with ``.grad`` None; with ``.data`` / ``.detach()`` removed from the line the
+  program runs clean and that leaf has a gradient (the cut alone kept it from training).
 * ``trains_nothing`` (a loss re-wrapped as a fresh leaf to silence the GG304 error): the
   base runs clean; every requires-grad leaf in the final globals (module parameters and
   optimiser parameters included; tensors named on the line excluded) has ``.grad`` None or
@@ -179,6 +183,7 @@ MODES = (
     "equivalent_fix",
     "silent_change",
     "no_gradient",
+    "never_trained",
     "trains_nothing",
     "legacy_noop",
 )
@@ -198,6 +203,7 @@ DEFAULT_FIX = {
     "silent_change": "neutralise",
     "equivalent_fix": "nograd_rewrite",
     "no_gradient": "strip_detach",
+    "never_trained": "strip_detach",
     "legacy_noop": "unwrap_variable",
     "trains_nothing": "as_written",  # no mechanical fix: the line stays as written
 }
@@ -264,6 +270,7 @@ register(Expectation("GG308", "warns_here", UserWarning, VOLATILE_MSG, fix="unwr
 register(Expectation("GG308", "legacy_noop", variant="legacy_noop"))
 register(Expectation("GG309", "silent_change"))
 register(Expectation("GG310", "no_gradient", fix="keep_graph"))
+register(Expectation("GG311", "never_trained"))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -1236,6 +1243,24 @@ def _check_no_gradient(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> No
                             "gradient: it cut no gradient path")
 
 
+def _check_never_trained(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
+    r = c.run(base, snapshot=True)
+    if not _clean(c, exp, loc, r, "the program as written"):
+        return
+    fixed = base.at(loc, _REWRITES[fix_of(exp)])
+    r2 = c.run(fixed, snapshot=True)
+    c.v.log.append(f"{c.where(loc)} as `{fixed.text(loc)}`: {r2.describe()}")
+    if not _clean(c, exp, loc, r2, f"with the cut removed (`{fixed.text(loc)}`), the program"):
+        return
+    untrained = [key for key, state in r.state.items()
+                 if state.requires_grad and state.is_leaf and state.grad is None
+                 and key in r2.state and r2.state[key].grad is not None]
+    c.v.log.append(f"{c.where(loc)}: leaves without a gradient only because of the cut: {untrained}")
+    if not untrained:
+        c.problem(loc, exp, f"no leaf ends without a gradient that gets one with the cut removed "
+                            f"(`{fixed.text(loc)}`): the cut leaves nothing untrained")
+
+
 def _check_trains_nothing(c: _Ctx, exp: Expectation, base: Program, loc: Loc) -> None:
     r = c.run(base, snapshot=True)
     if not _clean(c, exp, loc, r, "the program as written (the re-wrap silences the error)"):
@@ -1274,6 +1299,7 @@ CHECKS = {
     "equivalent_fix": _check_equivalent_fix,
     "silent_change": _check_silent_change,
     "no_gradient": _check_no_gradient,
+    "never_trained": _check_never_trained,
     "trains_nothing": _check_trains_nothing,
     "legacy_noop": _check_legacy_noop,
 }

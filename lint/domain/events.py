@@ -196,6 +196,19 @@ class DetachInplace:
 
 
 @dataclass(frozen=True)
+class GradientCutOff:
+    """An optimizer stepped (``step_node``) grad leaves that the backward before it
+    (``backward_node``) could not reach: the only way from them to its loss went through
+    the cut at ``cut_node`` (a ``.detach()`` or ``.data`` of what they computed).
+    ``leaves``: how the code names them (may be empty)."""
+
+    cut_node: cst.CSTNode
+    backward_node: cst.CSTNode
+    step_node: cst.CSTNode
+    leaves: tuple
+
+
+@dataclass(frozen=True)
 class DroppedTerm:
     """A backpropagated tensor's graph was cut: a term read through .data/.detach()
     (``kind`` "term"), a ``detach_()`` of a tensor whose graph was still live

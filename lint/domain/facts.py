@@ -227,12 +227,14 @@ class Cut(NamedTuple):
     """Where a tensor's graph was cut (``TensorFacts.dropped_terms``): at ``node``, how
     (``kind``: "term", a term that read a parameter through ``.data``/``.detach()``;
     "detach_", a ``detach_()`` of a tensor whose graph was still live; "copy", a
-    ``torch.tensor(...)`` copy of tensors that require grad) and, for a term, the
-    ``parameter`` it read."""
+    ``torch.tensor(...)`` copy of tensors that require grad; "detach", a ``.detach()`` or
+    ``.data`` of a computed tensor) and, for a term, the ``parameter`` it read. ``sources``:
+    the grad leaves the cut value's graph reached (``TensorFacts.reaches``), where known."""
 
     node: object
     kind: str
     parameter: Hashable = None
+    sources: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,10 @@ class TensorFacts:
     # that do: an argument of ``forward``, or computed from such only. Whether it is a leaf
     # is then unknown in fact (raw input data is a leaf that requires no grad).
     assumed_grad: bool = False
+    # The grad leaves (parameters, and tensors made with ``requires_grad=True``) its graph
+    # may reach: a backward through it may give them a gradient. None: not known (made by
+    # code the engine did not see). A leaf's own is itself (``Tensors.reach_of``).
+    reaches: Optional[frozenset] = None
 
     def join(self, other: "TensorFacts") -> "TensorFacts":
         if self == other:
@@ -306,6 +312,8 @@ class TensorFacts:
             dtype=self.dtype if self.dtype == other.dtype else None,
             device=self.device if self.device == other.device else None,
             assumed_grad=self.assumed_grad or other.assumed_grad,
+            reaches=None if self.reaches is None or other.reaches is None
+            else self.reaches | other.reaches,
         )
 
     def evolve(self, **changes) -> "TensorFacts":

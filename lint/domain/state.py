@@ -274,7 +274,12 @@ class State:
     module, unknown at the start of a function analysed alone. ``pending_terms``: terms
     of a backpropagated loss that read a parameter through ``.data``/``.detach()``, each
     (``Cut``, the backward's node), until the next step or backward decides them
-    (``SavedTensors.settle_terms``). ``freed``: the saves a
+    (``SavedTensors.settle_terms``). ``cut_off``: the grad leaves no backward since the
+    last step or ``zero_grad`` reached, because the only way from them to its loss was
+    cut (a ``.detach()`` of what they computed), each as (``Cut``, the backward's node,
+    the leaves), until the next step decides them (``SavedTensors.settle_cuts``).
+    ``escaped``: the grad leaves a call the engine could not follow received a way to
+    (a tensor reaching them, their module): its result may reach them unseen. ``freed``: the saves a
     backward without ``retain_graph`` certainly freed (on every path, and not made again
     since), each with that backward's node: a backward through one raises. ``globals``:
     a function's globals, the module's bindings, shared and never copied or joined (a
@@ -301,6 +306,8 @@ class State:
         Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
         Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
         Field("pending_terms", frozenset(),  same,      or_,         None,      EFFECT),
+        Field("cut_off",      frozenset(),   same,      or_,         None,      EFFECT),
+        Field("escaped",      frozenset(),   same,      or_,         None,      EFFECT),
         Field("freed",        frozenset(),   same,      freed_on_both, None,    EFFECT),
         Field("globals",      EMPTY_GLOBALS, same,      shared,      None,      OWN),
         Field("scope",        None,          same,      shared,      None,      OWN),

@@ -241,6 +241,7 @@ class Callees(Room):
             else node.func.value if isinstance(node.func, cst.Name) else ""
         if name in READ_ONLY_CALLS:
             return
+        self.gradients.escape(st, args)
         for value in args:
             if isinstance(value, (ModuleObj, Instance)):
                 self.modules.set_parameters_requires_grad(st, self.saved.owners_of(value),
@@ -259,7 +260,10 @@ class Callees(Room):
                 text = source_text(node.func.value) if isinstance(node.func, cst.Attribute) \
                     else "the optimizer"
                 self.saved.settle_terms(st, owner.owners)
+                self.gradients.step(st, node, owner.owners)
                 self.saved.update_parameters(st, node, owner.owners, text, f"{text}.step()")
+            elif name == "zero_grad":
+                self.gradients.zero_grad(st)
             return UNKNOWN
         if name == "load_state_dict" and isinstance(owner, (ModuleObj, Instance)):
             self.modules.load_state_dict(st, node, owner, args)

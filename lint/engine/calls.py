@@ -167,6 +167,7 @@ class UserCalls(Room):
         if not self.worth_following(function.node, function.module) \
                 and not rebinds_outer_names(function) and not self._receives_graph(st, args):
             forget_objects(st, args)
+            self.gradients.escape(st, args)
             return UNKNOWN
         result = self.run(st, function, bind_arguments(function.node.params, call, args),
                           function.grad_mode, call)
@@ -179,6 +180,7 @@ class UserCalls(Room):
         if any(arg.star for arg in call.args) or (
                 not self.worth_following(function.node, function.module)
                 and not rebinds_outer_names(function)):
+            self.gradients.escape(st, [*partial.args, *args])
             return UNKNOWN
         bindings = partial.bindings(
             [value for arg, value in zip(call.args, args) if arg.keyword is None],
@@ -220,6 +222,7 @@ class UserCalls(Room):
                 and not _rebinds_self(method) and not _runs_held_layer(instance, method)
                 and not self._receives_graph(st, args)):
             forget_objects(st, [instance, *args])
+            self.gradients.escape(st, [instance, *args])
             return None
         shifted = [UNKNOWN, *args]  # self takes the first position
         bindings = bind_arguments(definition.params, call, shifted, offset=1)
@@ -322,6 +325,7 @@ class UserCalls(Room):
                 or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
             forget_rebound(st, function.scope, same_module)
             forget_objects(st, bindings.values())
+            self.gradients.escape(st, bindings.values())
             return None, None
         globals_ = self.globals_of(st, function)
         closure = self._closure(st, function)

@@ -37,6 +37,7 @@ from gradguard.engine.control import ControlFlow
 from gradguard.engine.definitions import Definitions
 from gradguard.engine.expressions import Expressions
 from gradguard.engine.functions import CustomFunctions
+from gradguard.engine.gradients import Gradients
 from gradguard.engine.imports import Imports
 from gradguard.engine.inplace import InplaceWrites
 from gradguard.engine.kinds import TensorKinds
@@ -145,6 +146,7 @@ class Interpreter:
         self.torch = TorchCalls(self, **shared)
         self.modules = Modules(self, **shared)
         self.saved = SavedTensors(self, **shared)
+        self.gradients = Gradients(self, **shared)  # leaves a backward cannot reach (GG311)
         self.calls = UserCalls(self, **shared)  # calls into the file's own functions and modules
         self.custom_functions = CustomFunctions(self, **shared)  # F.apply of autograd Functions
         # the simple statement running now (None in a compound statement's header): a

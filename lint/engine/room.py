@@ -68,5 +68,6 @@ class Room:
     torch = _OtherRoom("torch")
     modules = _OtherRoom("modules")
     saved = _OtherRoom("saved")
+    gradients = _OtherRoom("gradients")
     calls = _OtherRoom("calls")
     custom_functions = _OtherRoom("custom_functions")

@@ -352,7 +352,7 @@ class SavedTensors(Room):
         """Whether an optimizer over ``owners`` (modules and tensors) updates
         ``parameter``."""
         return any(owner == parameter or self._in_group((owner, PARAMS), parameter)
-                   for owner in owners)
+                   or self._in_group(owner, parameter) for owner in owners)
 
     def update_parameters(self, st: State, node: cst.CSTNode, owners: Iterable[Hashable],
                           text: str, updater: str) -> None:
@@ -372,6 +372,8 @@ class SavedTensors(Room):
         tensors it differentiates (``inputs=``, ``autograd.grad``'s inputs), None for every
         leaf; ``spelled_out``: every argument is known (no ``*args``), so ``retain`` is
         certain."""
+        roots = list(roots)
+        self.gradients.backward(st, node, roots, every_leaf=reach is None)
         roots = [root for root in roots if isinstance(root, TensorRef)]
         self.settle_terms(st)  # no step came between the last backward and this one
         for root in roots:
@@ -383,7 +385,7 @@ class SavedTensors(Room):
                 for cut in sorted(facts.dropped_terms, key=lambda cut: id(cut.node)):
                     if cut.parameter is not None:  # decided by the step that follows
                         st.pending_terms = st.pending_terms | {(cut, node)}
-                    else:
+                    elif cut.kind != "detach":  # a computed tensor's: ``gradients`` decides
                         self.engine.dispatch("dropped_term",
                                              DroppedTerm(cut.node, node, cut.kind))
         needed = SaveSet.union(*(self.tensors.facts(st, root).saves for root in roots))

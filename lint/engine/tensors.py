@@ -134,6 +134,31 @@ class Tensors(Room):
             return self.requires_grad_of(st, value.element)
         return Tri.MAYBE
 
+    def reach_of(self, st: State, value: Value) -> Optional[frozenset]:
+        """The grad leaves a backward through ``value`` may reach (``TensorFacts.reaches``):
+        a leaf that requires grad, itself; a tensor that requires none, nothing; a tuple,
+        what its items reach. None: not known. A value that is no tensor the file knows
+        (a number, a value of code not seen) is taken to reach nothing: what an opaque
+        call returns is accounted where the call receives the tensors (``escaped``)."""
+        if isinstance(value, TensorRef):
+            facts = self.facts(st, value)
+            if facts.requires_grad is Tri.NO:
+                return frozenset()
+            if facts.is_grad_leaf:
+                return frozenset((value.obj,))
+            return facts.reaches
+        if isinstance(value, Seq):
+            reached: frozenset = frozenset()
+            for item in value.items:
+                found = self.reach_of(st, item)
+                if found is None:
+                    return None
+                reached |= found
+            return reached
+        if isinstance(value, IterableOf):
+            return self.reach_of(st, value.element)
+        return frozenset()
+
     def any_requires_grad(self, st: State, values: Iterable[Value]) -> Tri:
         """Whether one of ``values`` may require grad (NO for none at all)."""
         result = Tri.NO
@@ -156,10 +181,14 @@ class Tensors(Room):
         self.allocate(st, site or id(node))  # before reading inputs: x = f(x) at one site
         requires_grad, graphs, why, dropped = Tri.NO, [extra_saves], None, frozenset()
         assumed = known = False  # inputs requiring grad by assumption only; in fact
+        reaches: Optional[frozenset] = frozenset()
         inputs = list(inputs)
         rewrapped = self._only_rewrapped(st, inputs)
         for value in inputs:
             requires_grad = requires_grad | self.requires_grad_of(st, value)
+            if reaches is not None:
+                reached = self.reach_of(st, value)
+                reaches = None if reached is None else reaches | reached
             graphs.append(self.saves_of(st, value))
             if isinstance(value, TensorRef):
                 facts = self.facts(st, value)
@@ -181,6 +210,7 @@ class Tensors(Room):
             requires_grad=requires_grad, is_leaf=~requires_grad, producer=display,
             why_no_grad=why if requires_grad is Tri.NO else None,
             dropped_terms=dropped, assumed_grad=assumed and not known, rewrapped=rewrapped,
+            reaches=reaches if requires_grad is not Tri.NO else frozenset(),
             **self.kinds.of_result(st, producer, inputs)))
         if requires_grad is Tri.NO:
             return result
@@ -293,7 +323,8 @@ class Tensors(Room):
             function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
             dtype=base_facts.dtype if same_dtype else None, device=base_facts.device,
-            assumed_grad=base_facts.assumed_grad))
+            assumed_grad=base_facts.assumed_grad,
+            reaches=self.reach_of(st, base) if requires_grad is not Tri.NO else frozenset()))
         return view.one_of_many() if base.many else view  # a view of one of many tensors
 
     def reshaped(self, st: State, node: cst.CSTNode, tensor: TensorRef,
