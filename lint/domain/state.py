@@ -218,6 +218,25 @@ def both(first: bool, second: bool) -> bool:
     return first and second
 
 
+def cut_off_on_both(first: frozenset, second: frozenset) -> frozenset:
+    """The leaves cut off on both paths (``State.cut_off``), by cut: each cut that both
+    have, with the leaves both say it cut off and the first path's backward (a leaf one
+    path reaches is not certainly without a gradient)."""
+    if first is second or not first:
+        return first
+    if not second:
+        return second
+    others: dict = {}
+    for cut, _, leaves in second:
+        others[cut] = others.get(cut, frozenset()) | leaves
+    joined = set()
+    for cut, backward, leaves in first:
+        common = leaves & others.get(cut, frozenset())
+        if common:
+            joined.add((cut, backward, common))
+    return frozenset(joined)
+
+
 def freed_on_both(first: frozenset, second: frozenset) -> frozenset:
     """The saves freed on both paths (``State.freed``), each cited by the first path's
     backward."""
@@ -306,7 +325,7 @@ class State:
         Field("stale",        frozenset(),   same,      or_,         None,      EFFECT),
         Field("gradients",    Tri.MAYBE,     same,      Tri.join,    None,      EFFECT),
         Field("pending_terms", frozenset(),  same,      or_,         None,      EFFECT),
-        Field("cut_off",      frozenset(),   same,      or_,         None,      EFFECT),
+        Field("cut_off",      frozenset(),   same,      cut_off_on_both, None,  EFFECT),
         Field("escaped",      frozenset(),   same,      or_,         None,      EFFECT),
         Field("freed",        frozenset(),   same,      freed_on_both, None,    EFFECT),
         Field("globals",      EMPTY_GLOBALS, same,      shared,      None,      OWN),
