@@ -77,6 +77,25 @@ def _optimizers_of(configured):
     return list(configured)
 
 
+class _Closure:
+    """What ``optimizer.step(closure)`` runs under automatic optimization, as Lightning's
+    ``Closure`` class: ``training_step``, ``optimizer_zero_grad``, ``backward``."""
+
+    def __init__(self, model, batch, batch_idx, epoch, optimizer):
+        self.model = model
+        self.batch = batch
+        self.batch_idx = batch_idx
+        self.epoch = epoch
+        self.optimizer = optimizer
+
+    def __call__(self):
+        output = self.model.training_step(self.batch, self.batch_idx)
+        loss = output["loss"] if isinstance(output, dict) else output
+        self.model.optimizer_zero_grad(self.epoch, self.batch_idx, self.optimizer)
+        self.model.backward(loss)
+        return loss
+
+
 def _grad_mode(mode):
     """The context a hook runs in, for a mode of ``HOOK_MODES``."""
     if mode == "inference":
@@ -111,15 +130,8 @@ class Trainer:
                 for batch_idx, batch in enumerate(train_dataloaders):
                     if model.automatic_optimization:
                         optimizer = optimizers[0]
-
-                        def closure():
-                            output = model.training_step(batch, batch_idx)
-                            loss = output["loss"] if isinstance(output, dict) else output
-                            model.optimizer_zero_grad(epoch, batch_idx, optimizer)
-                            model.backward(loss)
-                            return loss
-
-                        model.optimizer_step(epoch, batch_idx, optimizer, closure)
+                        model.optimizer_step(epoch, batch_idx, optimizer,
+                                             _Closure(model, batch, batch_idx, epoch, optimizer))
                     else:
                         model.training_step(batch, batch_idx)
             if val_dataloaders is not None:
