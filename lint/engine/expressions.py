@@ -46,6 +46,12 @@ from gradguard.knowledge import OpName
 from gradguard.syntax.walk import child_nodes
 
 
+# Numbers the modules the engine knows name (``x[mask] = -torch.inf`` writes a number,
+# which brings no graph).
+NUMBER_CONSTANTS = frozenset(f"{module}.{name}" for module in ("torch", "math", "numpy")
+                             for name in ("inf", "nan", "pi", "e")) | {"math.tau"}
+
+
 class Expressions(Room):
     """Evaluating expressions to abstract values, in order, so that in-place operations nested
     anywhere are seen where they happen (a call: the ``callees`` room)."""
@@ -126,7 +132,7 @@ class Expressions(Room):
         if isinstance(base, Imported):
             base = self.imports.resolve_import(st, base)
         if isinstance(base, Ref):
-            return base.attr(attr)
+            return NUMBER if f"{base.qualname}.{attr}" in NUMBER_CONSTANTS else base.attr(attr)
         if isinstance(base, TensorRef):
             return self.tensor_methods.tensor_attribute(st, base, attr, node)
         if isinstance(base, ClassVal) and base.info.autograd_function and attr == "apply":

@@ -323,7 +323,7 @@ class Tensors(Room):
             function_view=base_facts.function_view,
             contiguous=base_facts.contiguous if keeps_layout else Tri.MAYBE,
             dtype=base_facts.dtype if same_dtype else None, device=base_facts.device,
-            assumed_grad=base_facts.assumed_grad,
+            assumed_grad=base_facts.assumed_grad, dropped_terms=base_facts.dropped_terms,
             reaches=self.reach_of(st, base) if requires_grad is not Tri.NO else frozenset()))
         return view.one_of_many() if base.many else view  # a view of one of many tensors
 
