@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 CORPUS = Path(__file__).resolve().parent / "realbugs"
-SHAPES = ("elsewhere", "collections", "time", "conditions", "new-errors", "libraries")
+SHAPES = ("elsewhere", "collections", "time", "conditions", "new-errors", "libraries", "cuts")
 FIELDS = ("Source", "Shape", "Symptom")
 CULPRIT = re.compile(r"#\s*culprit:\s*(GG\d{3}|-)\s*$")
 HAZARD = re.compile(r"GG[123]\d\d$")
