@@ -8,8 +8,8 @@ from gradguard.rules.base import Rule
 
 class GradientCutOffRule(Rule):
     """## What it does
-    Finds a ``.detach()`` (or ``.clone().detach()``, or ``.data``) of a computed tensor that
-    cuts parameters off the loss: the cut value reaches a backpropagated loss, no other
+    Finds a ``.detach()`` (or ``.clone().detach()``, ``.data``, or an ``nn.Parameter``
+    wrapped around it) of a computed tensor that cuts parameters off the loss: the cut value reaches a backpropagated loss, no other
     path from those parameters reaches it, no backward before the step reaches them, and
     the optimizer stepped next updates them. Reported at the cut, naming the parameters
     where the code names them.
@@ -78,7 +78,7 @@ class GradientCutOffRule(Rule):
             event.cut_node,
             f"this cut leaves {what} without a path to the loss backpropagated at line "
             f"{self.line_of(event.backward_node)}: they get no gradient, and the step at "
-            f"line {self.line_of(event.step_node)} never trains them. Keep the graph "
-            "(drop `.detach()`/`.data`) if they are meant to learn; leave them out of the "
-            "optimizer if they are frozen",
+            f"line {self.line_of(event.step_node)} never trains them. Keep the graph (use "
+            "the tensor itself, not `.detach()`, `.data` or `nn.Parameter(...)` of it) if "
+            "they are meant to learn; leave them out of the optimizer if they are frozen",
         )

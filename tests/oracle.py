@@ -57,7 +57,8 @@ Modes (``MODES``):
   claim: torch can only prove the line cuts a path a backward would otherwise take.)
 * ``never_trained`` (parameters cut off from the loss, GG311): the base runs clean and
   some requires-grad leaf of the final globals (module and optimiser parameters included)
-  ends with ``.grad`` None; with ``.data`` / ``.detach()`` removed from the line the
+  ends with ``.grad`` None; with ``.data`` / ``.detach()`` removed from the line (and an
+  ``nn.Parameter(t)`` made ``(t)``) the
   program runs clean and that leaf has a gradient (the cut alone kept it from training).
 * ``trains_nothing`` (a loss re-wrapped as a fresh leaf to silence the GG304 error): the
   base runs clean; every requires-grad leaf in the final globals (module parameters and
@@ -468,8 +469,12 @@ def detach_to_clone(source: str) -> str:
     return _replace_calls(source, b"detach()", b"detach().clone()")
 
 
+PARAMETER_CLASSES = ("nn.Parameter", "torch.nn.Parameter", "Parameter")
+
+
 def strip_detach(source: str, line: int) -> str:
-    """Remove ``.data``, ``.detach()`` and ``.detach_()`` from the statement on ``line``.
+    """Remove ``.data``, ``.detach()`` and ``.detach_()`` from the statement on ``line``, and
+    unwrap ``nn.Parameter(t)`` there to ``(t)``.
 
     ``h.detach_()`` as a statement becomes the no-op ``h``.  The ``no_gradient`` fix.
     """
@@ -482,8 +487,12 @@ def strip_detach(source: str, line: int) -> str:
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr in ("detach", "detach_") and not node.args and not node.keywords):
                 edits.append(_drop_suffix(src, node, node.func.value))
+            elif (isinstance(node, ast.Call) and ast.unparse(node.func) in PARAMETER_CLASSES
+                  and len(node.args) == 1 and not node.keywords):
+                edits.append((src.start(node), src.start(node.args[0]), b"("))
     if not edits:
-        raise OracleError(f"line {line}: no `.data`, `.detach()` or `.detach_()` to remove")
+        raise OracleError(f"line {line}: no `.data`, `.detach()`, `.detach_()` or "
+                          "`nn.Parameter(...)` to remove")
     return src.apply(edits)
 
 

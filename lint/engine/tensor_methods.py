@@ -40,7 +40,7 @@ class TensorMethods(Room):
             return self.tensors.new_tensor(st, (id(node), "data"), TensorFacts(
                 requires_grad=Tri.NO, is_leaf=Tri.YES, base=base.obj, untracked=True,
                 created_with_grad=st.grad, why_no_grad=Origin(node, "read through `.data`"),
-                dropped_terms=self._cut(st, node, base)))
+                dropped_terms=self.graph_cut(st, node, base)))
         if attr in self.knowledge.view_attributes:
             return self.tensors.view_of(st, node, base, OpName.of("Tensor", attr))
         if attr == "grad":
@@ -70,12 +70,13 @@ class TensorMethods(Room):
             requires_grad=Tri.NO, is_leaf=Tri.YES, base=tensor.obj,
             created_with_grad=st.grad, producer="detach",
             why_no_grad=Origin(node, f"cut from the graph by {how}"),
-            dropped_terms=self._cut(st, node, tensor)))
+            dropped_terms=self.graph_cut(st, node, tensor)))
 
-    def _cut(self, st: State, node: cst.CSTNode, tensor: TensorRef) -> frozenset:
-        """What a ``.detach()`` or ``.data`` of ``tensor`` at ``node`` cuts, as the cuts its
-        result carries: a computed tensor's graph (a ``Cut`` with the grad leaves it
-        reached, for GG311). A leaf's read so is a term of its own (GG307)."""
+    def graph_cut(self, st: State, node: cst.CSTNode, tensor: TensorRef) -> frozenset:
+        """What a ``.detach()`` or ``.data`` of ``tensor`` at ``node`` cuts (or an
+        ``nn.Parameter`` made of it), as the cuts its result carries: a computed tensor's
+        graph (a ``Cut`` with the grad leaves it reached, for GG311). A leaf's read so is
+        a term of its own (GG307)."""
         facts = self.tensors.facts(st, tensor)
         if facts.is_leaf is not Tri.NO or facts.requires_grad is not Tri.YES:
             return frozenset()

@@ -87,10 +87,14 @@ class TorchCalls(Room):
             # a new leaf over the same data: the layout is its argument's
             data = self.tensors.facts(st, arg0) if isinstance(arg0, TensorRef) \
                 else TensorFacts()
+            # ``nn.Parameter(w)`` of a computed ``w``: a new leaf, cut from w's graph
+            cut = self.tensor_methods.graph_cut(st, node, arg0) \
+                if isinstance(arg0, TensorRef) else frozenset()
             return self.tensors.new_tensor(st, id(node), TensorFacts(
                 requires_grad=requires_grad, is_leaf=Tri.YES,
                 grad_origin=Origin(node, "`nn.Parameter`", parameter=True),
-                contiguous=data.contiguous, dtype=data.dtype, device=data.device))
+                contiguous=data.contiguous, dtype=data.dtype, device=data.device,
+                dropped_terms=cut))
         if namespace == "torch.nn.functional":
             return self._functional(st, node, OpName.of(namespace, name), args, arg0)
         if namespace == "torch.autograd" and name in ("backward", "grad"):

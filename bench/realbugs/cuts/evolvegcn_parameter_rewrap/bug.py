@@ -35,7 +35,7 @@ class EvolveGCNO(torch.nn.Module):
     def forward(self, X, edge_index, edge_weight=None):
         W = self.conv_layer.weight[None, :, :]
         W, _ = self.recurrent_layer(W)
-        self.conv_layer.weight = torch.nn.Parameter(W.squeeze())  # culprit: -
+        self.conv_layer.weight = torch.nn.Parameter(W.squeeze())  # culprit: GG311
         X = self.conv_layer(X, edge_index, edge_weight)
         return X
 
