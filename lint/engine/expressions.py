@@ -207,11 +207,15 @@ class Expressions(Room):
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
-        read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
+        read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument);
+        a torch layer class (``activation_layer=nn.ReLU``, a block's default)."""
         if isinstance(value, TensorRef):
             facts = st.heap.get(value.obj)
             return facts is not None and not facts.assumed_grad \
                 and value.obj not in self.file.maybe_none
+        if isinstance(value, Ref):
+            namespace, _, name = value.qualname.rpartition(".")
+            return namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes
         return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer))
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
