@@ -27,7 +27,7 @@ from gradguard.domain.values import (
     Value,
 )
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, source_text, tri_of
-from gradguard.engine.constants import integer
+from gradguard.engine.constants import integer, scalar
 from gradguard.engine.containers import _ordered_dict, known_items
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName
@@ -49,6 +49,8 @@ class BuiltinCalls(Room):
             return Const(len(items)) if items is not None else NUMBER
         if name in ("len", "int", "float", "round"):
             return NUMBER
+        if name == "str" and len(args) == 1:  # a name built from a constant: ``"bn" + str(1)``
+            return Const(str(args[0].value)) if scalar(args[0]) else UNKNOWN
         if name == "range":
             return _range(args)
         if name == "sum" and len(args) == 1:
@@ -155,7 +157,7 @@ def _range(args: list) -> Value:
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
                       "int", "float", "round", "iter", "sorted", "setattr", "getattr", "filter",
-                      "sum", "dict"})
+                      "sum", "dict", "str"})
 
 
 def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value:

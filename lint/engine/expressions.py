@@ -170,6 +170,9 @@ class Expressions(Room):
                                   operands)
         if is_number(left) and is_number(right):
             return folded_binary(node.operator, left, right) or NUMBER
+        folded = folded_binary(node.operator, left, right)  # two strings joined
+        if folded is not None:
+            return folded
         return UNKNOWN
 
     def _comparison(self, node: cst.Comparison, st: State) -> Value:
@@ -208,7 +211,8 @@ class Expressions(Room):
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
         read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument);
-        a torch layer class (``activation_layer=nn.ReLU``, a block's default)."""
+        a torch layer class (``activation_layer=nn.ReLU``, a block's default); a dict, list
+        or tuple whose items are known (``norm_cfg=dict(type="BN")``)."""
         if isinstance(value, TensorRef):
             facts = st.heap.get(value.obj)
             return facts is not None and not facts.assumed_grad \
@@ -216,7 +220,8 @@ class Expressions(Room):
         if isinstance(value, Ref):
             namespace, _, name = value.qualname.rpartition(".")
             return namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes
-        return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer))
+        return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer,
+                                  KeyedItems, Seq))  # a dict, list or tuple the code made
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
         operand = self.evaluate(node.expression, st)

@@ -3,6 +3,7 @@
 parameters that require grad only."""
 
 import torch
+
 from learn2learn.utils import clone_module, update_module
 
 
