@@ -166,6 +166,8 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
     derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
     torch's layer classes (``TorchAPI.nn_module_classes``). Values that are plainly a
     tensor or a Python sequence are told apart too (``_value_isinstance``)."""
+    if scalar(value):
+        return _constant_isinstance(value, classes)
     if not isinstance(value, ModuleObj):
         return _value_isinstance(value, classes)
     verdicts = []
@@ -182,6 +184,19 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def _constant_isinstance(value: Const, classes: Value) -> Value:
+    """``isinstance(name, str)`` of a constant (a default argument, a literal): known
+    where every class named is one of Python's scalar types; else unknown."""
+    named = classes.items if isinstance(classes, Seq) else (classes,)
+    types = [SCALAR_TYPES.get(cls.qualname) if isinstance(cls, Ref) else None for cls in named]
+    if not types or None in types:
+        return UNKNOWN
+    return Const(isinstance(value.value, tuple(types)))
+
+
+SCALAR_TYPES = {"builtins.str": str, "builtins.int": int, "builtins.float": float}
 
 
 def _value_isinstance(value: Value, classes: Value) -> Value:

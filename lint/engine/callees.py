@@ -110,6 +110,9 @@ class Callees(Room):
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
                     return dict_view(owner, func.attr.value)
+                if isinstance(owner, Const) and isinstance(owner.value, str) \
+                        and func.attr.value in ("lower", "upper") and not node.args:
+                    return Const(getattr(owner.value, func.attr.value)())  # ``name.lower()``
                 if isinstance(owner, KeyedItems) and func.attr.value == "get" \
                         and 1 <= len(node.args) <= 2 \
                         and not any(arg.star or arg.keyword for arg in node.args):

@@ -37,7 +37,7 @@ from gradguard.domain.values import (
 )
 from gradguard.engine.builtin_calls import BUILTINS
 from gradguard.engine.common import _all_params, _literal, dotted, source_text, truth_of
-from gradguard.engine.constants import folded_binary, folded_comparison, integer
+from gradguard.engine.constants import folded_binary, folded_comparison, integer, scalar
 from gradguard.engine.containers import ANY_POSITION, CONTAINERS, _layer_at, iterated
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
@@ -202,6 +202,8 @@ class Expressions(Room):
         if other is None:
             return UNKNOWN
         is_not = isinstance(node.comparisons[0].operator, cst.IsNot)
+        if isinstance(other, Imported):  # a name of a module not used before
+            other = self.imports.resolve_import(st, other)
         if isinstance(other, Const):  # a literal, or a constant argument (threshold=None)
             return Const((other.value is None) != is_not)
         if not self._certainly_not_none(other, st):
@@ -230,8 +232,7 @@ class Expressions(Room):
         if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
                 and isinstance(operand.value, (int, float)):
             return Const(-operand.value)
-        if isinstance(node.operator, cst.Not) and isinstance(operand, Const) \
-                and isinstance(operand.value, bool):
+        if isinstance(node.operator, cst.Not) and scalar(operand):  # ``not name``
             return Const(not operand.value)
         return NUMBER if is_number(operand) else UNKNOWN
 

@@ -177,13 +177,15 @@ class Interpreter:
             self._reported.add(key)
             self._note_home(node)
             if self._in_model(node):  # a library model's line is no user's to change:
-                node, fix = self.stack.own_call_into_model(), None  # the call that got there
+                # the call that got there: the one running now, else the one that ran the
+                # write (reported later, at the backward it breaks)
+                node, fix = self.stack.own_call_into_model() or self.call_site(), None
             self._report(node, code, message, fix, self.call_site())
 
     def _in_model(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` is in a library model's code (``gradguard.libraries``)."""
-        module = self.stack.current_module
-        if module is None or module.model is None:
+        """Whether ``node`` is in a library model's code (``gradguard.libraries``): a
+        model's code runs now or ran (a write in it that a later backward trips over)."""
+        if not any(scope.model is not None for scope in self.stack.entered):
             return False
         try:
             scope, _ = self._locate(node)
