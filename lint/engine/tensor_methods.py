@@ -96,9 +96,9 @@ class TensorMethods(Room):
             # An op that saved it as an input cannot use it any more (GG306 at backward)...
             self.saved.write_to_saved(st, node, self.saved.counter_of(st, tensor.obj), text,
                                 "`detach_()`", False, tensor.obj, detach=True)
+            self._set_each_parameter(st, tensor, Tri.NO)  # ``for p in m.parameters()``
             # ...and every later use is cut from the graph it had, if that was still live
             # (a backward through a later use needs none of that graph's saves).
-            self._set_each_parameter(st, tensor, Tri.NO)
             cut = frozenset({Cut(node, "detach_")}) if facts.is_leaf is Tri.NO \
                 and facts.saves & st.saves else frozenset()
             st.heap[tensor.obj] = facts.evolve(
