@@ -1,8 +1,11 @@
 """A model of ``torchvision`` for gradguard: the building blocks whose activations write in
-place, and the image utilities. Written from torchvision 0.20's source (``torchvision/
-ops/misc.py``, ``ops/stochastic_depth.py``, ``utils.py``, ``models/resnet.py``); torchvision
-is not installed next to gradguard's CPU torch, so its probes
-(``tests/library_probes/torchvision_blocks.py``) have run with the model alone.
+place, and the image utilities. Written from torchvision's source: ``utils.py`` as stored
+at pytorch/vision 0002677 (0.12; ``make_grid`` has not changed since where autograd can
+tell), ``ops/misc.py``, ``ops/stochastic_depth.py`` and ``models/resnet.py`` as in
+torchvision 0.20 (the repository's snapshot is too large to fetch here:
+``ConvNormActivation`` was checked against a copy of ``misc.py`` in the public code index).
+torchvision is not installed next to gradguard's CPU torch, so its probe
+(``tests/library_probes/torchvision_blocks.py``) has run with the model alone.
 
 - ``ops``: ``Conv2dNormActivation``/``Conv3dNormActivation`` (convolution, norm, then the
   activation built with ``inplace=True`` by default), ``MLP`` (``Linear``, norm,
