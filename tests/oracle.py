@@ -81,6 +81,15 @@ that uses ``.data`` must also run clean with ``.data`` -> ``.detach()``, so an u
 (GG302), ``.detach()`` alias write (GG303), cut-off term (GG307) or ``Variable`` (GG308)
 is not: torch has nothing to say about those.
 
+Libraries not installed here
+----------------------------
+A fixture that imports a library gradguard has a Python model of but this environment
+cannot install (torchvision, timm, mmcv, learn2learn: their wheels need a CUDA torch or a
+compiler) runs with the model, written from the library's source, in the library's place
+(``models_of_missing_libraries``: ``libraries.conformance.ModelFinder``). torch then
+confirms such a fixture against the model, not against the real library; the model's
+probes say how far the model agrees with the library where it is installed.
+
 Folder fixtures
 ---------------
 A fixture may also be a folder, ``fixtures/<CODE>/bug_<name>/`` or ``ok_<name>/``: a
@@ -119,7 +128,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
+import importlib.util
 import inspect
 import io
 import os
@@ -947,7 +958,8 @@ def _execute(source: str, path: str, names: dict[str, str], snapshot: bool, fold
     exc: BaseException | None = None
     state = None
     with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
-            warnings.catch_warnings(record=True) as caught, _argv([path, *program_argv(source)]):
+            warnings.catch_warnings(record=True) as caught, _argv([path, *program_argv(source)]), \
+            models_of_missing_libraries():
         warnings.simplefilter("always")
         try:
             exec(code, g)
@@ -965,6 +977,31 @@ def _execute(source: str, path: str, names: dict[str, str], snapshot: bool, fold
         if frames:
             frame_line, frame_file = frames[-1].lineno, names[frames[-1].filename]
     return RunResult(exc, frame_line, out.getvalue(), recorded, state, path, names, frame_file, folder)
+
+
+@functools.lru_cache(maxsize=None)
+def missing_libraries() -> tuple[str, ...]:
+    """The libraries gradguard has Python models of that are not installed here."""
+    from gradguard.libraries import modelled_libraries
+    return tuple(name for name in modelled_libraries() if importlib.util.find_spec(name) is None)
+
+
+@contextlib.contextmanager
+def models_of_missing_libraries() -> Iterator[None]:
+    """Within: an import of a ``missing_libraries`` module loads its model instead (see
+    "Libraries not installed here"); after, the models are forgotten again."""
+    names = missing_libraries()
+    if not names:
+        yield
+        return
+    from gradguard.libraries.conformance import ModelFinder
+    finder = ModelFinder(names)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        _forget_modules(set(names))
 
 
 @contextlib.contextmanager

@@ -29,6 +29,9 @@ class ModuleScope:
     reads: frozenset = frozenset()  # the project files its analysis read (see note_read)
     _reach: Optional[Reach] = None
     model: Optional[str] = None  # the library it models (``lightning.pytorch``), if a model
+    # per method of its classes (its ``FunctionScope``): the name of its ``self`` and the
+    # methods its class inherits, which ``super().name(...)`` runs (``definitions``)
+    inherited: dict = field(default_factory=dict)
 
     @property
     def reach(self) -> Reach:

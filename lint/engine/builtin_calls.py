@@ -27,7 +27,7 @@ from gradguard.domain.values import (
     Value,
 )
 from gradguard.engine.common import MAX_UNROLLED_LAYERS, source_text, tri_of
-from gradguard.engine.constants import integer
+from gradguard.engine.constants import integer, scalar
 from gradguard.engine.containers import _ordered_dict, known_items
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName
@@ -49,6 +49,8 @@ class BuiltinCalls(Room):
             return Const(len(items)) if items is not None else NUMBER
         if name in ("len", "int", "float", "round"):
             return NUMBER
+        if name == "str" and len(args) == 1:  # a name built from a constant: ``"bn" + str(1)``
+            return Const(str(args[0].value)) if scalar(args[0]) else UNKNOWN
         if name == "range":
             return _range(args)
         if name == "sum" and len(args) == 1:
@@ -155,7 +157,7 @@ def _range(args: list) -> Value:
 # Builtins whose results the engine follows; a local binding of the name shadows them.
 BUILTINS = frozenset({"zip", "enumerate", "list", "tuple", "reversed", "range", "len", "isinstance",
                       "int", "float", "round", "iter", "sorted", "setattr", "getattr", "filter",
-                      "sum", "dict"})
+                      "sum", "dict", "str"})
 
 
 def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value:
@@ -164,6 +166,8 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
     derives from ``Linear``, so a name inside the other stays unknown). ``layer_classes``:
     torch's layer classes (``TorchAPI.nn_module_classes``). Values that are plainly a
     tensor or a Python sequence are told apart too (``_value_isinstance``)."""
+    if scalar(value):
+        return _constant_isinstance(value, classes)
     if not isinstance(value, ModuleObj):
         return _value_isinstance(value, classes)
     verdicts = []
@@ -180,6 +184,19 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
             return UNKNOWN
         verdicts.append(False)
     return Const(False) if verdicts else UNKNOWN
+
+
+def _constant_isinstance(value: Const, classes: Value) -> Value:
+    """``isinstance(name, str)`` of a constant (a default argument, a literal): known
+    where every class named is one of Python's scalar types; else unknown."""
+    named = classes.items if isinstance(classes, Seq) else (classes,)
+    types = [SCALAR_TYPES.get(cls.qualname) if isinstance(cls, Ref) else None for cls in named]
+    if not types or None in types:
+        return UNKNOWN
+    return Const(isinstance(value.value, tuple(types)))
+
+
+SCALAR_TYPES = {"builtins.str": str, "builtins.int": int, "builtins.float": float}
 
 
 def _value_isinstance(value: Value, classes: Value) -> Value:

@@ -76,6 +76,8 @@ class Callees(Room):
         """A call, by what is called (evaluated in order: the callee, then the arguments)."""
         func = node.func
         if _is_super_init(func) and self.stack.constructing:
+            if self._super_call(node, "__init__", st) is not None:
+                return Const(None)  # the ``__init__`` of a base class the code defines
             args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
             self._super_init(node, self.stack.constructing[-1], args)
             return Const(None)
@@ -108,6 +110,9 @@ class Callees(Room):
                 if isinstance(owner, KeyedItems) and func.attr.value in DICT_VIEWS \
                         and not node.args:
                     return dict_view(owner, func.attr.value)
+                if isinstance(owner, Const) and isinstance(owner.value, str) \
+                        and func.attr.value in ("lower", "upper") and not node.args:
+                    return Const(getattr(owner.value, func.attr.value)())  # ``name.lower()``
                 if isinstance(owner, KeyedItems) and func.attr.value == "get" \
                         and 1 <= len(node.args) <= 2 \
                         and not any(arg.star or arg.keyword for arg in node.args):
@@ -140,7 +145,8 @@ class Callees(Room):
         """``super().forward(x)``, ``super().helper(x)`` in a method of a class of the
         file: the method its class inherits, run with the same ``self``; None where that
         is not known (a torch class's method, a method not followed)."""
-        self_name, inherited = self.definitions.inherited.get(st.scope, ("", {}))
+        defined_in = self.stack.current_module or self.file.scope  # the module running now
+        self_name, inherited = defined_in.inherited.get(st.scope, ("", {}))
         method = inherited.get(name)
         owner = st.lookup(self_name) if self_name else None
         if method is None or not isinstance(owner, Instance):

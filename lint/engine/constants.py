@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.domain.values import Const, Value
+from gradguard.domain.values import Const, Seq, Value
 
 LIMIT = 1 << 32  # larger results are left unknown: no cost, no surprise
 
@@ -39,7 +39,11 @@ def integer(value: Value) -> Optional[int]:
 
 
 def folded_binary(op: cst.BaseBinaryOp, left: Value, right: Value) -> Optional[Const]:
-    """``left op right`` for two known integers and an operator folded here; else None."""
+    """``left op right`` for two known integers and an operator folded here, or two known
+    strings joined with ``+`` (a layer's name: ``"bn" + postfix``); else None."""
+    if isinstance(op, cst.Add) and all(isinstance(value, Const) and isinstance(value.value, str)
+                                       for value in (left, right)):
+        return Const(left.value + right.value)
     function = ARITHMETIC.get(type(op))
     a, b = integer(left), integer(right)
     if function is None or a is None or b is None \
@@ -53,10 +57,13 @@ def folded_comparison(node: cst.Comparison, operands: list) -> Optional[Const]:
     """A comparison of constants (``num_convs > 1`` with ``num_convs=2``, ``mode ==
     "sum"``, ``0 < k <= n``), chained as Python chains it, as Python computes it: ``==``
     and ``!=`` of any of None, bools, numbers and strings; ``<``, ``<=``, ``>``, ``>=`` of
-    numbers with numbers or strings with strings (else Python raises). Other operators
-    (``in``, ``is``) and other operands: None."""
-    if not all(isinstance(value, Const) and (value.value is None or isinstance(
-            value.value, (bool, int, float, str))) for value in operands):
+    numbers with numbers or strings with strings (else Python raises); ``in`` and ``not
+    in`` of one such constant in a tuple or list of them (``kind in ("ReLU", "ReLU6")``).
+    Other operators (``is``) and other operands: None."""
+    if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator,
+                                                 (cst.In, cst.NotIn)):
+        return _folded_membership(node.comparisons[0].operator, *operands)
+    if not all(scalar(value) for value in operands):
         return None
     values = [value.value for value in operands]
     for left, right, target in zip(values, values[1:], node.comparisons):
@@ -67,6 +74,23 @@ def folded_comparison(node: cst.Comparison, operands: list) -> Optional[Const]:
         if not compare(left, right):
             return Const(False)
     return Const(True)
+
+
+def _folded_membership(operator_: cst.BaseCompOp, item: Value, container: Value
+                       ) -> Optional[Const]:
+    """``item in container`` (or ``not in``) for a constant and a tuple or list of
+    constants, all known (not a list grown in a loop); None otherwise."""
+    if not (scalar(item) and isinstance(container, Seq) and container.growth is None
+            and all(scalar(value) for value in container.items)):
+        return None
+    found = any(item.value == value.value for value in container.items)
+    return Const(found != isinstance(operator_, cst.NotIn))
+
+
+def scalar(value: Value) -> bool:
+    """A constant None, bool, number or string."""
+    return isinstance(value, Const) and (value.value is None or isinstance(
+        value.value, (bool, int, float, str)))
 
 
 def _orderable(left: object, right: object) -> bool:

@@ -117,6 +117,16 @@ class CallStack:
         another file's code is mirrored (None outside followed calls)."""
         return self.sites[0] if self.sites else None
 
+    def own_call_into_model(self) -> Optional[cst.CSTNode]:
+        """The innermost call being followed that the analysed file's code makes (its
+        caller is the analysed file, not an imported module): where the code handed
+        control to the library whose model runs now (``self.manual_backward(d_loss)``,
+        called from ``training_step``, which Lightning's ``fit`` called)."""
+        for index in range(len(self.sites) - 1, -1, -1):
+            if index == 0 or self.modules[index - 1] is None:
+                return self.sites[index]
+        return None
+
     @property
     def current_module(self) -> Optional[ModuleScope]:
         """The imported module whose code is running now, if any."""

@@ -49,9 +49,6 @@ class Definitions(Room):
         self.walrus = text is None or ":=" in text
         # the method whose body is analysed on its own now: (self's name, def)
         self.method: Optional[tuple[str, cst.FunctionDef]] = None
-        # a method's scope -> the name of its ``self`` and the methods its class inherits
-        # (what ``super().m()`` calls)
-        self.inherited: dict = {}
 
     def function_def(self, node: cst.FunctionDef, st: State,
                       self_value: Optional[Instance] = None,
@@ -215,7 +212,7 @@ class Definitions(Room):
                 scopes[id(method)])
             params = method.params.posonly_params or method.params.params
             if params and not _is_static(method):
-                self.inherited[info.methods[method.name.value].scope] = (
+                self.file.scope.inherited[info.methods[method.name.value].scope] = (
                     params[0].name.value, inherited_methods)
         for method in methods:
             if method.name.value == "__init__":

@@ -37,7 +37,7 @@ from gradguard.domain.values import (
 )
 from gradguard.engine.builtin_calls import BUILTINS
 from gradguard.engine.common import _all_params, _literal, dotted, source_text, truth_of
-from gradguard.engine.constants import folded_binary, folded_comparison, integer
+from gradguard.engine.constants import folded_binary, folded_comparison, integer, scalar
 from gradguard.engine.containers import ANY_POSITION, CONTAINERS, _layer_at, iterated
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
@@ -176,6 +176,9 @@ class Expressions(Room):
                                   operands)
         if is_number(left) and is_number(right):
             return folded_binary(node.operator, left, right) or NUMBER
+        folded = folded_binary(node.operator, left, right)  # two strings joined
+        if folded is not None:
+            return folded
         return UNKNOWN
 
     def _comparison(self, node: cst.Comparison, st: State) -> Value:
@@ -205,6 +208,8 @@ class Expressions(Room):
         if other is None:
             return UNKNOWN
         is_not = isinstance(node.comparisons[0].operator, cst.IsNot)
+        if isinstance(other, Imported):  # a name of a module not used before
+            other = self.imports.resolve_import(st, other)
         if isinstance(other, Const):  # a literal, or a constant argument (threshold=None)
             return Const((other.value is None) != is_not)
         if not self._certainly_not_none(other, st):
@@ -213,12 +218,18 @@ class Expressions(Room):
 
     def _certainly_not_none(self, value: Value, st: State) -> bool:
         """A value the engine knows exists: not a tensor that may be None where it is
-        read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument)."""
+        read (``FileFacts.maybe_none``) nor one only assumed (a ``forward``'s argument);
+        a torch layer class (``activation_layer=nn.ReLU``, a block's default); a dict, list
+        or tuple whose items are known (``norm_cfg=dict(type="BN")``)."""
         if isinstance(value, TensorRef):
             facts = st.heap.get(value.obj)
             return facts is not None and not facts.assumed_grad \
                 and value.obj not in self.file.maybe_none
-        return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer))
+        if isinstance(value, Ref):
+            namespace, _, name = value.qualname.rpartition(".")
+            return namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes
+        return isinstance(value, (ModuleObj, Instance, FunctionVal, ClassVal, Optimizer,
+                                  KeyedItems, Seq))  # a dict, list or tuple the code made
 
     def _unary(self, node: cst.UnaryOperation, st: State) -> Value:
         operand = self.evaluate(node.expression, st)
@@ -227,8 +238,7 @@ class Expressions(Room):
         if isinstance(node.operator, cst.Minus) and isinstance(operand, Const) \
                 and isinstance(operand.value, (int, float)):
             return Const(-operand.value)
-        if isinstance(node.operator, cst.Not) and isinstance(operand, Const) \
-                and isinstance(operand.value, bool):
+        if isinstance(node.operator, cst.Not) and scalar(operand):  # ``not name``
             return Const(not operand.value)
         return NUMBER if is_number(operand) else UNKNOWN
 

@@ -179,30 +179,21 @@ class Interpreter:
             self._reported.add(key)
             self._note_home(node)
             if self._in_model(node):  # a library model's line is no user's to change:
-                node, fix = self._own_call_into_model(), None  # the call that got there
+                # the call that got there: the one running now, else the one that ran the
+                # write (reported later, at the backward it breaks)
+                node, fix = self.stack.own_call_into_model() or self.call_site(), None
             self._report(node, code, message, fix, self.call_site())
 
     def _in_model(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` is in a library model's code (``gradguard.libraries``)."""
-        module = self.stack.current_module
-        if module is None or module.model is None:
+        """Whether ``node`` is in a library model's code (``gradguard.libraries``): a
+        model's code runs now or ran (a write in it that a later backward trips over)."""
+        if not any(scope.model is not None for scope in self.stack.entered):
             return False
         try:
             scope, _ = self._locate(node)
         except KeyError:
             return False
         return scope.model is not None
-
-    def _own_call_into_model(self) -> Optional[cst.CSTNode]:
-        """The innermost call being followed that this file's code makes (its caller is
-        the analysed file, not an imported module): where the code handed control to the
-        library whose model reached the report (``self.manual_backward(d_loss)``, called
-        from ``training_step``, which Lightning's ``fit`` called)."""
-        sites, modules = self.stack.sites, self.stack.modules
-        for index in range(len(sites) - 1, -1, -1):
-            if index == 0 or modules[index - 1] is None:
-                return sites[index]
-        return None
 
     def call_site(self) -> Optional[cst.CSTNode]:
         """The analysed code's call that led to what is reported now: the outermost call

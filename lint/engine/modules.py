@@ -408,10 +408,21 @@ class Modules(Room):
                 inplace = Tri.MAYBE  # a dropout whose ``p`` may be 0 writes nothing then
         parameters, unsure = self._layer_parameters(node, kind, args)
         module = ModuleObj(kind=kind, obj=self.tensors.contextual(id(node)), inplace=inplace,
-                           parameters=parameters, unsure=unsure, origin=node)
+                           parameters=parameters, unsure=unsure, origin=node,
+                           inplace_at=self._built_by_model_for(inplace))
         if kind in CONTAINERS:
             return _with_layers(module, _container_layers(kind, node, args))
         return module
+
+    def _built_by_model_for(self, inplace: Tri) -> Optional[cst.CSTNode]:
+        """For an in-place layer that a library model's code builds (``MLP(...,
+        inplace=True)`` building its ``nn.Dropout``): the analysed code's call that got
+        there, which is where its flag is reported (a model's line is no user's to
+        change). None for any other layer."""
+        current = self.stack.current_module
+        if inplace is Tri.NO or current is None or current.model is None:
+            return None
+        return self.stack.own_call_into_model()
 
     def _layer_parameters(self, node: cst.Call, kind: str, args: list) -> tuple:
         """A torch layer's parameters as its flags decide (``bias=False``,

@@ -109,6 +109,7 @@ class TensorMethods(Room):
             # An op that saved it as an input cannot use it any more (GG306 at backward)...
             self.saved.write_to_saved(st, node, self.saved.counter_of(st, tensor.obj), text,
                                 "`detach_()`", False, tensor.obj, detach=True)
+            self._set_each_parameter(st, tensor, Tri.NO)  # ``for p in m.parameters()``
             # ...and every later use is cut from the graph it had, if that was still live
             # (a backward through a later use needs none of that graph's saves).
             cut = frozenset({Cut(node, "detach_")}) if facts.is_leaf is Tri.NO \
@@ -218,10 +219,7 @@ class TensorMethods(Room):
                 placed=self.modules.placed.get(parameter)))
         if facts.is_leaf is Tri.NO:
             return  # torch raises for non-leaves (or keeps the flag): nothing changes
-        if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:  # p in m.parameters()
-            owner = tensor.obj[0]
-            owned = self.saved.owned.get(owner, frozenset((owner,)))
-            self.modules.set_parameters_requires_grad(st, owned, flag)
+        self._set_each_parameter(st, tensor, flag)
         cut_off = flag is Tri.YES and facts.why_no_grad is not None and (
             facts.producer is not None or facts.untracked)  # computed, then cut from its graph
         st.heap[tensor.obj] = facts.evolve(
@@ -230,6 +228,14 @@ class TensorMethods(Room):
             rewrapped=Origin(node, how, from_graph=self.tensors.cut_from_grad(st, tensor))
             if cut_off else facts.rewrapped,
             dropped_terms=frozenset() if flag is Tri.YES else facts.dropped_terms)
+
+    def _set_each_parameter(self, st: State, tensor: TensorRef, flag: Tri) -> None:
+        """``p`` of a ``for`` over ``model.parameters()`` is each parameter in turn: a flag
+        set on it (``requires_grad_``, ``detach_()``) is set on all of them."""
+        if isinstance(tensor.obj, tuple) and tensor.obj[-1] == PARAMS:
+            owner = tensor.obj[0]
+            owned = self.saved.owned.get(owner, frozenset((owner,)))
+            self.modules.set_parameters_requires_grad(st, owned, flag)
 
     def _non_leaf_of_all(self, st: State, tensor: TensorRef, node: cst.CSTNode,
                          text: str) -> Optional[Hashable]:

@@ -33,7 +33,7 @@ class MAMLModel(pl.LightningModule):
         with higher.innerloop_ctx(self, inner_opt, copy_initial_weights=False) as (fmodel, diffopt):
             for _ in range(self.hparams.inner_steps):
                 support_loss = F.cross_entropy(fmodel(support_images), support_targets)
-                diffopt.step(support_loss)
+                diffopt.step(support_loss)  # culprit: GG304
             query_logits = fmodel(query_images)
             query_loss = F.cross_entropy(query_logits, query_targets)
         return query_loss, query_logits
@@ -57,7 +57,7 @@ class MAMLModel(pl.LightningModule):
 
 tasks = TensorDataset(torch.randn(4, 9, 6), torch.randint(0, 3, (4, 9)), torch.randn(4, 9, 6), torch.randint(0, 3, (4, 9)))
 model = MAMLModel()
-trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,  # culprit: -
+trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,
                      enable_progress_bar=False, enable_model_summary=False,
                      accelerator="cpu", devices=1, num_sanity_val_steps=0)
 trainer.fit(model, DataLoader(tasks, batch_size=1))

@@ -39,7 +39,7 @@ class SqnxtUnit(nn.Module):
         self.conv5 = SqnxtConv(mid, out_channels, 1, 1)
         if self.resize_identity:
             self.identity_conv = SqnxtConv(in_channels, out_channels, 1, stride)
-        self.activ = nn.ReLU(inplace=True)
+        self.activ = nn.ReLU(inplace=True)  # culprit: GG201
 
     def forward(self, x):
         if self.resize_identity:
