@@ -1,0 +1,24 @@
+"""A model of ``transformers`` for gradguard: the names it exports that the models below
+define (``from transformers import LlamaForCausalLM``). Checked against transformers
+5.24.0; each module says what it covers and what it leaves out:
+
+- ``modeling_utils``: ``PreTrainedModel`` (input embeddings, ``enable_input_require_grads``,
+  gradient checkpointing's hook, ``resize_token_embeddings``, ``tie_weights``);
+- ``models.*``: the architectures modelled (CLIP's text encoder, Wav2Vec2, Llama, GPT-2);
+- ``trainer``: ``Trainer``'s training and evaluation loops.
+
+A name not exported here (a tokenizer, ``AutoModel``, ``from_pretrained``) is unknown to
+the engine, as without a model.
+"""
+
+from transformers.configuration_utils import PretrainedConfig, PreTrainedConfig
+from transformers.modeling_utils import PreTrainedModel
+from transformers.models.clip import CLIPTextConfig, CLIPTextModel
+from transformers.models.llama import LlamaConfig, LlamaForCausalLM, LlamaModel
+from transformers.models.wav2vec2 import Wav2Vec2Config, Wav2Vec2Model
+
+__all__ = [
+    "CLIPTextConfig", "CLIPTextModel", "LlamaConfig", "LlamaForCausalLM", "LlamaModel",
+    "PreTrainedConfig", "PreTrainedModel", "PretrainedConfig", "Wav2Vec2Config",
+    "Wav2Vec2Model",
+]
