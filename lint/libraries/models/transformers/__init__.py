@@ -11,7 +11,7 @@ A name not exported here (a tokenizer, ``AutoModel``, ``from_pretrained``) is un
 the engine, as without a model.
 """
 
-from transformers.configuration_utils import PretrainedConfig, PreTrainedConfig
+from transformers.configuration_utils import PreTrainedConfig, PretrainedConfig
 from transformers.modeling_utils import PreTrainedModel
 from transformers.models.clip import CLIPTextConfig, CLIPTextModel
 from transformers.models.llama import LlamaConfig, LlamaForCausalLM, LlamaModel
