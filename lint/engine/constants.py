@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradguard.domain.values import Const, Value
+from gradguard.domain.values import Const, Seq, Value
 
 LIMIT = 1 << 32  # larger results are left unknown: no cost, no surprise
 
@@ -67,6 +67,25 @@ def folded_comparison(node: cst.Comparison, operands: list) -> Optional[Const]:
         if not compare(left, right):
             return Const(False)
     return Const(True)
+
+
+def folded_membership(node: cst.Comparison, operands: list) -> Optional[Const]:
+    """``name in ("q_proj", "v_proj")`` (or ``not in``) of a constant in a list or tuple
+    of constants all known (None, bools, numbers, strings): as Python computes it; else
+    None."""
+    if len(node.comparisons) != 1 \
+            or not isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)):
+        return None
+    left, right = operands
+    if not _plain(left) or not isinstance(right, Seq) or not all(map(_plain, right.items)):
+        return None
+    found = any(item.value == left.value for item in right.items)
+    return Const(found if isinstance(node.comparisons[0].operator, cst.In) else not found)
+
+
+def _plain(value: Value) -> bool:
+    return isinstance(value, Const) \
+        and (value.value is None or isinstance(value.value, (bool, int, float, str)))
 
 
 def _orderable(left: object, right: object) -> bool:

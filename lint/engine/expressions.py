@@ -37,7 +37,12 @@ from gradguard.domain.values import (
 )
 from gradguard.engine.builtin_calls import BUILTINS
 from gradguard.engine.common import _all_params, _literal, dotted, source_text, truth_of
-from gradguard.engine.constants import folded_binary, folded_comparison, integer
+from gradguard.engine.constants import (
+    folded_binary,
+    folded_comparison,
+    folded_membership,
+    integer,
+)
 from gradguard.engine.containers import ANY_POSITION, CONTAINERS, _layer_at, iterated
 from gradguard.engine.room import Room
 from gradguard.engine.saved import INDEX
@@ -179,6 +184,8 @@ class Expressions(Room):
         if identity is not None:
             return identity
         folded = folded_comparison(node, operands)
+        if folded is None:
+            folded = folded_membership(node, operands)
         if folded is not None:
             return folded
         if any(isinstance(value, TensorRef) for value in operands):
