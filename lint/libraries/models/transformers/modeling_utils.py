@@ -44,6 +44,8 @@ class PreTrainedModel(nn.Module):
         self.config = config
 
     def post_init(self):
+        # a property of the layers' checkpointing flags, really: off until enabled
+        self.is_gradient_checkpointing = False
         self.tie_weights()
 
     def get_input_embeddings(self):
