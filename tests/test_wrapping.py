@@ -2,7 +2,8 @@
 on small programs: a wrapper put in a layer's place by ``setattr`` on the module holding
 it, found through ``named_children()`` and a list of names, runs in the layer's place;
 ``isinstance`` tells an object of the file's classes from a torch layer; a wrapper's
-``self.model(*args, **kwargs)`` passes what it was given on. Each verdict is torch's:
+``self.model(*args, **kwargs)`` passes what it was given on; a ``SimpleNamespace`` holds
+the parts it is given. Each verdict is torch's:
 the in-place write raises exactly where a finding is expected."""
 
 from __future__ import annotations
@@ -151,3 +152,19 @@ def test_isinstance_tells_the_files_classes_from_torchs_layers():
         w.mul_(2)
     """
     assert findings(code) == {(14, "GG101")}
+
+
+def test_a_simple_namespace_holds_what_its_keywords_give():
+    code = """
+    from types import SimpleNamespace
+
+    import torch
+    import torch.nn as nn
+
+    pipe = SimpleNamespace(encoder=nn.Linear(3, 3), name="tiny")
+    pipe.encoder.weight[0] = torch.zeros(3)
+    with torch.no_grad():
+        pipe.encoder.weight[1] = torch.zeros(3)
+    pipe.decoder.weight[0] = torch.zeros(3)
+    """
+    assert findings(code) == {(7, "GG102")}
