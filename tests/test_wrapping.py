@@ -168,3 +168,22 @@ def test_a_simple_namespace_holds_what_its_keywords_give():
     pipe.decoder.weight[0] = torch.zeros(3)
     """
     assert findings(code) == {(7, "GG102")}
+
+
+@pytest.mark.parametrize("freeze, expected", [("", {(11, "GG101")}),
+                                              ("model.requires_grad_(False)", set())])
+def test_freezing_a_model_freezes_the_parameters_its_classes_hold(freeze, expected):
+    code = f"""
+    import torch
+    import torch.nn as nn
+
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(3))
+
+    model = nn.Sequential(nn.Linear(3, 3), Norm())
+    {freeze}
+    model[1].weight.add_(1)
+    """
+    assert findings(code) == expected
