@@ -10,6 +10,11 @@ model it adapts. Checked against peft 0.21.2 (``tuners/lora/model.py``,
   the embedding's too; the adapters' require grad.
 - ``forward`` is the adapted model's.
 
+What gradguard's engine sees of it: a replaced layer is seen where the module holding it
+is at most three objects below the model (``transformer.wte`` of GPT-2); deeper ones
+(``model.layers[0].self_attn.q_proj``) stay as they were, and what flows through them
+is then not known to require grad or not (silent, never a finding).
+
 Left out: ``target_modules`` as a set, a regular expression or left to the defaults per
 architecture, and dotted names (then which layers are adapted is unknown: the model
 leaves every parameter's ``requires_grad`` unknown too); ``modules_to_save``, biases
