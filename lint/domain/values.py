@@ -153,6 +153,9 @@ class ClassInfo:
     container: Optional[Value] = None
     unstable: frozenset = frozenset()  # attributes that methods other than __init__ rebind
     optimizer: bool = False  # derives from torch.optim.Optimizer
+    # The torch.nn classes it derives from (``Module``, ``Embedding``), through the file's
+    # classes too; None where a base is neither of those (a class not known).
+    torch_bases: Optional[frozenset] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from gradguard.domain.values import (
     UNKNOWN,
     Chained,
     Const,
+    Instance,
     IterableOf,
     KeyedItems,
     LayerItems,
@@ -26,7 +27,7 @@ from gradguard.domain.values import (
     TensorRef,
     Value,
 )
-from gradguard.engine.common import MAX_UNROLLED_LAYERS, source_text, tri_of
+from gradguard.engine.common import MAX_UNROLLED_LAYERS, bind_held, dotted, source_text, tri_of
 from gradguard.engine.constants import integer, scalar
 from gradguard.engine.containers import _ordered_dict, known_items
 from gradguard.engine.room import Room
@@ -80,7 +81,8 @@ class BuiltinCalls(Room):
         """``getattr(obj, name)`` with ``name`` a string the code spells (a constant, a
         default argument, a value of a config dict the file writes) is ``obj.<name>``:
         ``getattr(nn, "ReLU")`` is the class ``nn.ReLU``. With a default, only a torch
-        layer class known to exist (``getattr(nn, act, nn.ReLU)``); else unknown."""
+        layer class known to exist (``getattr(nn, act, nn.ReLU)``) or an attribute an
+        object of the file's classes is known to hold; else unknown."""
         name = args[1].value if isinstance(args[1], Const) else None
         if not isinstance(name, str):
             return UNKNOWN
@@ -88,6 +90,8 @@ class BuiltinCalls(Room):
             if isinstance(args[0], Ref) and args[0].qualname == "torch.nn" \
                     and name in self.knowledge.nn_module_classes:
                 return args[0].attr(name)
+            if isinstance(args[0], Instance) and name in args[0].attributes():
+                return args[0].attribute(name)  # the object has it: no default
             return UNKNOWN
         return self.expressions.attribute_of(st, args[0], name, node, None)
 
@@ -113,8 +117,16 @@ class BuiltinCalls(Room):
     def _setattr(self, st: State, node: cst.Call, owner: Value, name: Value,
                  value: Value) -> Value:
         """``setattr(t, "requires_grad", True)`` sets the flag as ``t.requires_grad = True``
-        does; an attribute name not known may be that one. On anything else the call is
-        opaque (it may replace a model's layer)."""
+        does; an attribute name not known may be that one. ``setattr(block, "proj",
+        layer)`` on an object of the file's classes with a name known rebinds it as
+        ``block.proj = layer`` does (a wrapper put in a layer's place). On anything else
+        the call is opaque (it may replace a model's layer)."""
+        if isinstance(owner, Instance) and isinstance(name, Const) \
+                and isinstance(name.value, str):
+            holder = dotted(node.args[0].value)
+            if holder is not None:
+                bind_held(st, f"{holder}.{name.value}", owner, name.value, value)
+                return Const(None)
         if not isinstance(owner, TensorRef):
             self.callees.opaque_call(st, node, [owner, name, value])
         elif not isinstance(name, Const):
@@ -168,6 +180,8 @@ def _isinstance(value: Value, classes: Value, layer_classes: frozenset) -> Value
     tensor or a Python sequence are told apart too (``_value_isinstance``)."""
     if scalar(value):
         return _constant_isinstance(value, classes)
+    if isinstance(value, Instance):
+        return _instance_isinstance(value, classes, layer_classes)
     if not isinstance(value, ModuleObj):
         return _value_isinstance(value, classes)
     verdicts = []
@@ -197,6 +211,28 @@ def _constant_isinstance(value: Const, classes: Value) -> Value:
 
 
 SCALAR_TYPES = {"builtins.str": str, "builtins.int": int, "builtins.float": float}
+
+
+def _instance_isinstance(value: Instance, classes: Value, layer_classes: frozenset) -> Value:
+    """``isinstance(block, nn.Embedding)`` for an object of the file's classes: known when
+    every class it derives from is known (the file's, or torch's layers): true where one
+    of them is the layer named, false where none is (nor a name inside another's:
+    ``LazyLinear`` derives from ``Linear``); else unknown."""
+    bases = value.info.torch_bases
+    if bases is None:
+        return UNKNOWN
+    verdicts = []
+    for cls in classes.items if isinstance(classes, Seq) else (classes,):
+        if not (isinstance(cls, Ref) and cls.qualname.startswith("torch.nn.")):
+            return UNKNOWN
+        name = cls.qualname.rpartition(".")[2]
+        if name in bases or name == "Module" and bases:
+            return Const(True)
+        if name != "Module" and name not in layer_classes \
+                or any(name in base or base in name for base in bases if base != "Module"):
+            return UNKNOWN
+        verdicts.append(False)
+    return Const(False) if verdicts else UNKNOWN
 
 
 def _value_isinstance(value: Value, classes: Value) -> Value:

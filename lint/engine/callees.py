@@ -15,6 +15,7 @@ from gradguard.domain.state import State
 from gradguard.domain.values import (
     NUMBER,
     UNKNOWN,
+    ClassInfo,
     ClassVal,
     Const,
     Distribution,
@@ -192,6 +193,16 @@ class Callees(Room):
         owner_path, _, attr = path.rpartition(".")
         bind_held(st, path, st.lookup(owner_path) if owner_path else None, attr, grown)
 
+    def _namespace(self, node: cst.Call, args: list) -> Value:
+        """``SimpleNamespace(tokenizer=t, text_encoder=m)``: an object holding what its
+        keywords name, as attributes (an attribute not given stays unknown); unknown where
+        an argument is spread (``**fields``) or given by position."""
+        if any(arg.star or arg.keyword is None for arg in node.args):
+            return UNKNOWN
+        namespace = Instance(_NAMESPACE, self.tensors.contextual(id(node)))
+        return namespace.with_attributes({arg.keyword.value: value
+                                          for arg, value in zip(node.args, args)})
+
     def call_value(self, st: State, node: cst.Call, callee: Value, args: list) -> Value:
         if isinstance(callee, Imported):  # an import is analysed when the code calls it
             callee = self.imports.resolve_import(st, callee)
@@ -201,6 +212,11 @@ class Callees(Room):
             return self.builtins.chain(st, node, args)
         if isinstance(callee, Ref) and callee.qualname == "collections.OrderedDict":
             return _ordered_dict(node, args)
+        if isinstance(callee, Ref) and callee.qualname.startswith("types."):
+            if callee.qualname == "types.SimpleNamespace":
+                return self._namespace(node, args)
+            self.opaque_call(st, node, args)  # types.MethodType(f, obj), ...
+            return UNKNOWN
         if isinstance(callee, Ref) and callee.qualname.startswith("functools."):
             partial = partial_of(node, args) if callee.qualname == "functools.partial" else None
             if partial is None:  # reduce(f, modules), a partial of a function not known
@@ -448,3 +464,8 @@ READ_ONLY_CALLS = frozenset({
     "type", "vars", "dir", "callable", "hash", "debug", "info", "warning", "warn", "error",
     "critical", "exception", "log",
 })
+
+
+# What ``types.SimpleNamespace(...)`` builds: an object of no class of the file, whose
+# attributes are those its keywords give (``Callees._namespace``).
+_NAMESPACE = ClassInfo("SimpleNamespace", is_module=False, torch_bases=None)

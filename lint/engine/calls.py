@@ -39,6 +39,7 @@ from gradguard.domain.values import (
     Const,
     FunctionVal,
     Instance,
+    KeyedItems,
     ModuleObj,
     Seq,
     TensorRef,
@@ -543,29 +544,52 @@ def _is_model(module: Optional[ModuleScope]) -> bool:
 
 def bind_arguments(params: cst.Parameters, call: cst.Call, args: list, offset: int = 0) -> dict:
     """Parameter name -> value for what a call passes (``offset`` positions are taken
-    already: ``self``); ``*args`` holds the positional values left over, in order. After a
-    ``*args``/``**kwargs`` argument of the call, every parameter not yet bound is unknown
-    (not its default)."""
+    already: ``self``); ``*args`` holds the positional values left over, in order, and
+    ``**kwargs`` the keywords no parameter takes (a dict of them). A ``*seq`` or
+    ``**mapping`` argument whose items are known passes them one by one (a wrapper's
+    ``self.model(*args, **kwargs)``); after one not known, every parameter not yet bound
+    is unknown (not its default)."""
     names = [param.name.value for param in _all_params(params)]
     bound: dict = {}
     positional = list(params.posonly_params) + list(params.params)
+    by_keyword = {param.name.value for param in (*params.params, *params.kwonly_params)}
     star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+    keywords = params.star_kwarg
     extra = []  # what ``*args`` gathers
+    extra_keywords = []  # what ``**kwargs`` gathers
     position = offset
     for arg, value in zip(call.args, args[offset:]):
-        if arg.star:
+        passed = _spread(arg.star, value) if arg.star \
+            else [(arg.keyword.value if arg.keyword is not None else None, value)]
+        if passed is None:
             return {name: bound.get(name, UNKNOWN) for name in names}
-        if arg.keyword is not None:
-            if arg.keyword.value in names:
-                bound[arg.keyword.value] = value
-        elif position < len(positional):
-            bound[positional[position].name.value] = value
-            position += 1
-        elif star is not None:
-            extra.append(value)
+        for keyword, item in passed:
+            if keyword is not None:
+                if keyword in by_keyword:
+                    bound[keyword] = item
+                elif keywords is not None:
+                    extra_keywords.append((keyword, item))
+            elif position < len(positional):
+                bound[positional[position].name.value] = item
+                position += 1
+            elif star is not None:
+                extra.append(item)
     if star is not None:
         bound[star.name.value] = Seq(tuple(extra))  # ``prepare(model, optimizer)``
+    if keywords is not None:
+        bound[keywords.name.value] = KeyedItems(tuple(extra_keywords), ordered=False)
     return bound
+
+
+def _spread(star: str, value: Value) -> Optional[list]:
+    """The ``(keyword, value)`` pairs a ``*value`` (keyword None) or ``**value`` argument
+    passes, where its items are known; else None."""
+    if star == "*" and isinstance(value, Seq):
+        return [(None, item) for item in value.items]
+    if star == "**" and isinstance(value, KeyedItems) \
+            and all(isinstance(key, str) for key, _ in value.items):
+        return list(value.items)
+    return None
 
 
 def _flag_default(param: cst.Param) -> Value:

@@ -87,17 +87,36 @@ SUBMODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_
 
 def submodules(model: Value, method: str) -> Value:
     """``model.modules()`` (the model and every module below it, parents first),
-    ``model.children()`` (its own layers), and their ``named_`` forms (each with a name
-    not known), as ``LayerItems`` a ``for`` runs once per item; unknown where a container
+    ``model.children()`` (its own layers), and their ``named_`` forms (``named_children``
+    with each name as the model holds it, where known; ``named_modules`` with names not
+    known), as ``LayerItems`` a ``for`` runs once per item; unknown where a container
     below holds layers not known. An attribute of the file's own module whose value is
     not known is left out: the engine knows no parameter of it either."""
     found = _modules_in(model) if method in ("modules", "named_modules") \
         else _children_of(model)
     if any(isinstance(module, ModuleObj) and UNKNOWN in module.children for module in found):
         return UNKNOWN
+    if method == "named_children":
+        return LayerItems(tuple(Seq((_child_name(model, child), child)) for child in found))
     if method.startswith("named_"):
         return LayerItems(tuple(Seq((UNKNOWN, module)) for module in found))
     return LayerItems(tuple(found))
+
+
+def _child_name(model: Value, child: Value) -> Value:
+    """The name ``model`` holds ``child`` under, where known: an instance's attribute's
+    (``self.q_proj = nn.Linear(...)``: ``"q_proj"``), a container's registered name (the
+    first, if it holds the layer twice; torch yields it once)."""
+    names = ()
+    if isinstance(model, Instance):
+        names = tuple((name, value) for name, value in model.attributes().items())
+    elif isinstance(model, ModuleObj) and len(model.names) == len(model.children):
+        names = tuple(zip(model.names, model.children))
+    for name, value in names:
+        if isinstance(value, (ModuleObj, Instance)) and type(value) is type(child) \
+                and value.obj == child.obj:
+            return Const(name) if isinstance(name, str) else UNKNOWN
+    return UNKNOWN
 
 
 def _children_of(model: Value) -> list:

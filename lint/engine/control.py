@@ -455,7 +455,10 @@ def _manager(value: Value, method: str) -> bool:
 
 def _known_layers(iterable: Value) -> Optional[tuple]:
     """What a ``for`` over a container whose layers are all known gives, item by item
-    (its layers, a ModuleDict's names, or a view of them: ``heads.items()``)."""
+    (its layers, a ModuleDict's names, or a view of them: ``heads.items()``); none at all
+    over the submodules of a module known to hold none (``linear.named_children()``)."""
+    if isinstance(iterable, LayerItems) and not iterable.items:
+        return ()
     items = iterable.items if isinstance(iterable, LayerItems) else iterated(iterable) \
         if isinstance(iterable, ModuleObj) and iterable.kind in CONTAINERS else None
     return items if items and len(items) <= MAX_UNROLLED_LAYERS else None

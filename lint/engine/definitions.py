@@ -158,6 +158,7 @@ class Definitions(Room):
         bases = [self.expressions.evaluate(base.value, st) for base in node.bases]
         bases = [self.imports.resolve_import(st, base) if isinstance(base, Imported) else base
                  for base in bases]
+        torch_bases: Optional[frozenset] = frozenset()
         for value in bases:
             name = value.qualname.rpartition(".")[2] if isinstance(value, Ref) else ""
             if isinstance(value, Ref) and value.qualname.startswith("torch.nn") and (
@@ -165,13 +166,18 @@ class Definitions(Room):
                 is_module = True  # a subclass of a layer inherits its parameters
                 layer_parameters += self.knowledge.module_parameters.get(name, [])
                 layer = layer or (name if name != "Module" else "")
+                torch_bases = None if torch_bases is None else torch_bases | {name}
             elif isinstance(value, ClassVal):
                 is_module = is_module or value.info.is_module
                 inherited.append(value.info)
+                torch_bases = None if torch_bases is None or value.info.torch_bases is None \
+                    else torch_bases | value.info.torch_bases
+            else:
+                torch_bases = None
         info = ClassInfo(node.name.value, is_module, layer=layer, autograd_function=any(
             isinstance(value, Ref) and value.qualname in FUNCTION_BASES for value in bases),
             optimizer=any(isinstance(value, Ref) and value.qualname in OPTIMIZER_BASES
-                          for value in bases))
+                          for value in bases), torch_bases=torch_bases)
         for parent in inherited:
             info.attrs.update(parent.attrs)
             info.heap.update(parent.heap)

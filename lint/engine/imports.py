@@ -106,7 +106,9 @@ MAX_REEXPORTS = 8  # packages an imported name is followed through (__init__ re-
 def _is_known_module(module: str) -> bool:
     """torch, and the standard modules whose functions the engine follows
     (``itertools.chain`` over parameters, ``collections.OrderedDict`` of layers, ``math``'s
-    functions, which give numbers, ``copy.deepcopy`` of a model, ``functools.partial``)."""
-    return module in ("torch", "itertools", "collections", "math", "copy", "functools") \
+    functions, which give numbers, ``copy.deepcopy`` of a model, ``functools.partial``,
+    ``types.SimpleNamespace`` holding a pipeline's parts)."""
+    return module in ("torch", "itertools", "collections", "math", "copy", "functools",
+                      "types") \
         or module.startswith("torch.")
 

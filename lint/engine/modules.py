@@ -169,12 +169,16 @@ class Modules(Room):
 
     def set_parameters_requires_grad(self, st: State, modules: frozenset, flag: Tri) -> None:
         """``model.requires_grad_(flag)``, or ``p.requires_grad = flag`` for every ``p`` in
-        ``model.parameters()``: every parameter of ``modules`` (a model and its layers)."""
+        ``model.parameters()``: every parameter of ``modules`` (a model and its layers, and
+        the tensors they hold: of those, the ``nn.Parameter``s the file's classes hold)."""
         for module in modules:
             st.heap[(module, "*frozen")] = TensorFacts(requires_grad=flag)
         for obj, facts in st.heap.items():
-            if isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
-                    and obj[1] != "*frozen" and facts.is_leaf is not Tri.NO:
+            layer_parameter = isinstance(obj, tuple) and len(obj) == 2 and obj[0] in modules \
+                and obj[1] != "*frozen"
+            held_parameter = obj in modules and facts.grad_origin is not None \
+                and facts.grad_origin.parameter
+            if (layer_parameter or held_parameter) and facts.is_leaf is not Tri.NO:
                 st.heap[obj] = facts.evolve(requires_grad=flag)
 
     def non_leaf_parameter(self, st: State, modules: frozenset) -> Optional[Hashable]:

@@ -39,8 +39,9 @@ from gradguard.libraries import model_file
 PREFIX = "PROBE "
 TIMEOUT = 300  # seconds a probe may run (a real trainer starts slowly)
 # The top-level modules the import hook hands to the models, for a library whose probes'
-# names start with it, where they are more than the library's own name.
-LIBRARIES = {"lightning": ("lightning", "pytorch_lightning")}
+# names start with it, where they are more than the library's own name (peft's probes
+# adapt transformers' models: both models stand in for both libraries).
+LIBRARIES = {"lightning": ("lightning", "pytorch_lightning"), "peft": ("peft", "transformers")}
 
 
 class ModelFinder(MetaPathFinder):

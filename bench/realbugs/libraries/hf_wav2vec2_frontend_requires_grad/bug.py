@@ -30,7 +30,7 @@ class SpeechModel(nn.Module):
 
     def forward(self, wav):
         wav = self.front_end(wav.unsqueeze(1)).squeeze(1)      # non-leaf, requires grad
-        feats = self.wav2vec_feature(wav).last_hidden_state   # culprit: -
+        feats = self.wav2vec_feature(wav).last_hidden_state   # culprit: GG103
         return self.head(feats.mean(dim=1))
 
 

@@ -1,0 +1,2 @@
+"""A model of ``transformers.models`` for gradguard: the architectures modelled, each in
+its own package (see ``transformers``)."""
