@@ -45,7 +45,6 @@ from gradguard.engine.shapes import Dim
 from gradguard.knowledge import OpName
 from gradguard.syntax.walk import child_nodes
 
-
 # Numbers the modules the engine knows name (``x[mask] = -torch.inf`` writes a number,
 # which brings no graph).
 NUMBER_CONSTANTS = frozenset(f"{module}.{name}" for module in ("torch", "math", "numpy")

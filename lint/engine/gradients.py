@@ -25,7 +25,6 @@ from gradguard.domain.events import GradientCutOff
 from gradguard.domain.facts import Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import Instance, ModuleObj, Seq, TensorRef, Value
-from gradguard.engine.common import PARAMS
 from gradguard.engine.room import Room
 
 
