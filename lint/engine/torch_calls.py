@@ -73,6 +73,8 @@ class TorchCalls(Room):
     def torch_call(self, st: State, node: cst.Call, qualname: str, args: list) -> Value:
         namespace, _, name = qualname.rpartition(".")
         arg0 = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if qualname == "torch.is_grad_enabled" and not args:  # the grad mode, where known
+            return Const(st.grad is Tri.YES) if st.grad is not Tri.MAYBE else UNKNOWN
         if qualname in self.knowledge.grad_mode_contexts:  # keyed by the name the code calls
             return self._grad_mode(st, self.knowledge.grad_mode_contexts[qualname], args, node)
         if namespace == "torch" or namespace == "torch.autograd" and name == "Variable":
