@@ -19,8 +19,14 @@ effect           what a call does                            fields
 ===============  ==========================================  ===========================
 reparametrize    replaces a layer's parameter (``weight``,   ``registers``: the suffixes
                  or the one named) by a tensor computed      of the leaves it registers
-                 from leaves it registers in its place       as the layer's attributes
-                 (``engine.modules.reparametrized``)         (``[]``: kept elsewhere)
+                 from leaves it registers in its place,      as the layer's attributes
+                 recomputed in each forward                  (``[]``: kept elsewhere);
+                 (``engine.modules.reparametrized``)         ``saves_leaves``: true where
+                                                             that computation saves the
+                                                             leaves for backward
+                                                             (``weight_orig / sigma``), so
+                                                             updating them in place before
+                                                             that backward breaks it
 ===============  ==========================================  ===========================
 
 A call the models do not name is unknown, and unknown stays silent. To teach gradguard a
@@ -59,6 +65,7 @@ class CallModel:
     qualname: str
     effect: str
     registers: tuple = ()
+    saves_leaves: bool = False
 
 
 class LibraryModels:
@@ -84,7 +91,8 @@ def read_model(path: Path) -> dict[str, CallModel]:
         effect = entry.get("effect")
         if effect not in EFFECTS:
             raise ValueError(f"{path.name}: {qualname}: unknown effect {effect!r}")
-        calls[qualname] = CallModel(qualname, effect, tuple(entry.get("registers", ())))
+        calls[qualname] = CallModel(qualname, effect, tuple(entry.get("registers", ())),
+                                    bool(entry.get("saves_leaves", False)))
     return calls
 
 
