@@ -27,6 +27,11 @@ reparametrize    replaces a layer's parameter (``weight``,   ``registers``: the 
                                                              (``weight_orig / sigma``), so
                                                              updating them in place before
                                                              that backward breaks it
+checkpoint       runs its first argument on the others       none (``use_reentrant`` as
+                 under ``no_grad``; the output requires      passed, torch's default
+                 grad only if a tensor argument does (the    ``True`` where it is not)
+                 reentrant activation checkpoint;
+                 ``engine.checkpoints``)
 ===============  ==========================================  ===========================
 
 A call the models do not name is unknown, and unknown stays silent. To teach gradguard a
@@ -55,7 +60,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 MODELS = Path(__file__).resolve().parent / "models"
-EFFECTS = frozenset({"reparametrize"})
+EFFECTS = frozenset({"reparametrize", "checkpoint"})
 
 
 @dataclass(frozen=True)
