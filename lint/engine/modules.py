@@ -109,12 +109,12 @@ class Modules(Room):
         (``how.saves_leaves``) its graph holds their saves, so an in-place update of them
         (``opt.step()``) before the backward through this forward is one of a saved
         tensor (GG202). Leaves torch keeps under ``layer.parametrizations`` are the
-        object ``(layer, name, "original")`` here."""
+        object ``(layer, name, "original")`` here, a parameter of the layer as the
+        layer's flags say now (``requires_grad_(False)`` on it or a module holding it)."""
         leaves = [self.module_attribute(st, module, leaf, None) for leaf in how.leaves]
         if not how.leaves:
             kept = (module.obj, how.name, "original")
-            if kept not in st.heap:
-                st.heap[kept] = self.parameter_facts(st, module, None, "")
+            st.heap[kept] = self.parameter_facts(st, module, None, "")
             leaves = [TensorRef(kept)]
         namespace, _, name = how.utility.rpartition(".")
         utility = OpName.of(namespace, name)
