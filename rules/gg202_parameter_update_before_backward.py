@@ -17,7 +17,10 @@ class ParameterUpdateBeforeBackward(Rule):
     a meta-learner restoring the initial weights before the meta backward. Where one
     helper both backpropagates and steps (``update_params(opt, loss)``, called once per
     loss), the finding lands at its step and names the call that stepped too early and
-    the call whose backward then fails.
+    the call whose backward then fails. A layer re-parametrised by
+    ``nn.utils.spectral_norm`` or ``weight_norm`` (or their ``parametrizations``) saves
+    the leaves its weight is computed from (``weight_orig``, ``weight_g``/``weight_v``) in
+    every forward, even on an input that requires no grad; a pruned layer does not.
 
     ## Why is this bad?
     ``step()`` updates the parameters in place, which moves their version counters

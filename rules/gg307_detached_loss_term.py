@@ -1,4 +1,5 @@
-"""GG307: a parameter read through ``.data``/``.detach()`` inside a backpropagated loss."""
+"""GG307: a parameter read through ``.data``/``.detach()`` (or inside a reentrant checkpoint
+whose inputs require no grad) inside a backpropagated loss."""
 
 from __future__ import annotations
 
@@ -18,9 +19,16 @@ class DetachedLossTerm(Rule):
     algorithm's, and ``W`` in its place would add a gradient that the next step of ``W``'s
     optimizer uses: not reported.
 
+    The same cut made by the reentrant activation checkpoint is found too:
+    ``torch.utils.checkpoint.checkpoint(block, x, use_reentrant=True)`` (or without
+    ``use_reentrant``, whose default is ``True``) runs ``block`` under ``no_grad``, and its
+    output requires grad only if a tensor passed to it does; where none does (``x`` the
+    raw input batch), the block's parameters get no gradient from the loss.
+
     ## Why is this bad?
     The term changes the loss's value but contributes no gradient: the regularizer (or
-    penalty) silently does nothing to training.
+    penalty) silently does nothing to training. A checkpointed block cut so never trains;
+    torch only warns ("None of the inputs have requires_grad=True").
 
     ## Example
     ```python
@@ -59,11 +67,19 @@ class DetachedLossTerm(Rule):
                    "gradient, unlike the intended program")
 
     def on_dropped_term(self, event: DroppedTerm) -> None:
-        if event.kind != "term":
-            return  # a detach_() cut: GG306
-        self.report(
-            event.term_node,
-            "this term reads a parameter through `.data`/`.detach()`, so it adds to the loss "
-            f"backpropagated at line {self.line_of(event.backward_node)} but gives that "
-            "parameter no gradient; drop `.data`/`.detach()`",
-        )
+        backward = self.line_of(event.backward_node)
+        if event.kind == "checkpoint":
+            self.report(
+                event.term_node,
+                "the reentrant `checkpoint` runs this block under no_grad, and its output "
+                "requires grad only if a tensor passed to it does; none does, so the loss "
+                f"backpropagated at line {backward} gives the block's parameters no "
+                "gradient; pass `use_reentrant=False`",
+            )
+        elif event.kind == "term":  # a detach_() cut: GG306; a torch.tensor copy: GG310
+            self.report(
+                event.term_node,
+                "this term reads a parameter through `.data`/`.detach()`, so it adds to the "
+                f"loss backpropagated at line {backward} but gives that parameter no "
+                "gradient; drop `.data`/`.detach()`",
+            )

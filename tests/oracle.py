@@ -206,7 +206,8 @@ VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used i
 EXPECTATIONS: dict[str, Expectation] = {}
 
 # How an annotated line is fixed (for the other lines' base, and for the all-fixed run).
-FIX_NAMES = ("neutralise", "nograd_rewrite", "strip_detach", "unwrap_variable", "as_written", "keep_graph")
+FIX_NAMES = ("neutralise", "nograd_rewrite", "strip_detach", "unwrap_variable", "as_written", "keep_graph",
+             "non_reentrant")
 DEFAULT_FIX = {
     "raises_here": "neutralise",
     "raises_later": "neutralise",
@@ -278,6 +279,7 @@ register(Expectation("GG306", "raises_here", RuntimeError, DETACH_VIEW_MSG))
 register(Expectation("GG306", "raises_later", RuntimeError, DETACHED_SAVED_MSG, variant="raises_later"))
 register(Expectation("GG306", "no_gradient", variant="no_gradient"))
 register(Expectation("GG307", "no_gradient"))
+register(Expectation("GG307", "no_gradient", variant="checkpoint", fix="non_reentrant"))
 register(Expectation("GG308", "warns_here", UserWarning, VOLATILE_MSG, fix="unwrap_variable"))
 register(Expectation("GG308", "legacy_noop", variant="legacy_noop"))
 register(Expectation("GG309", "silent_change"))
@@ -525,6 +527,22 @@ def keep_graph(source: str, line: int) -> str:
                 edits.append((src.start(node), src.start(data), b"("))
     if not edits:
         raise OracleError(f"line {line}: no `torch.tensor(data)` to rewrite")
+    return src.apply(edits)
+
+
+def non_reentrant(source: str, line: int) -> str:
+    """``use_reentrant=True`` on the statement at ``line`` becomes ``use_reentrant=False``:
+    the non-reentrant checkpoint records the block's parameter uses like a normal forward.
+    The ``no_gradient`` fix of GG307's checkpoint variant."""
+    src = _Src(source)
+    edits = []
+    for stmt in src.statements_at(line):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.keyword) and node.arg == "use_reentrant" \
+                    and isinstance(node.value, ast.Constant) and node.value.value is True:
+                edits.append((src.start(node.value), src.end(node.value), b"False"))
+    if not edits:
+        raise OracleError(f"line {line}: no `use_reentrant=True` to rewrite")
     return src.apply(edits)
 
 
@@ -1123,7 +1141,7 @@ class Verdict:
 
 
 _REWRITES = {"nograd_rewrite": nograd_rewrite, "strip_detach": strip_detach, "unwrap_variable": unwrap_variable,
-             "keep_graph": keep_graph}
+             "keep_graph": keep_graph, "non_reentrant": non_reentrant}
 
 
 def fix_of(exp: Expectation) -> str:

@@ -420,6 +420,13 @@ CASES = {
         ys = [w.add_(i) for i in range(3)]
         f = lambda: w.mul_(2)
         """, {(3, "GG101"), (4, "GG101")}),
+    "a lambda called is followed like a def": ("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        double = lambda t: t * 2
+        y = double(w)
+        print(y.grad)
+        """, {(5, "GG305")}),
     "walrus binds": ("""
         import torch
         if (w := torch.ones(2, requires_grad=True)) is not None:

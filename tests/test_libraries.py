@@ -59,6 +59,60 @@ def test_every_modelled_callable_exists(path):
         assert model.effect in EFFECTS
 
 
+def test_the_effects_fields_are_read():
+    models = load()
+    assert models.call("torch.nn.utils.spectral_norm").saves_leaves
+    assert not models.call("torch.nn.utils.prune.l1_unstructured").saves_leaves
+    assert models.call("torch.utils.checkpoint.checkpoint").effect == "checkpoint"
+
+
+# How to apply each re-parametrisation the table names to a square nn.Linear;
+# register_parametrization takes the user's own module, whose saves the table cannot know.
+REPARAMETRIZE = {
+    "torch.nn.utils.weight_norm": lambda f, layer: f(layer),
+    "torch.nn.utils.spectral_norm": lambda f, layer: f(layer),
+    "torch.nn.utils.parametrizations.weight_norm": lambda f, layer: f(layer),
+    "torch.nn.utils.parametrizations.spectral_norm": lambda f, layer: f(layer),
+    "torch.nn.utils.parametrizations.orthogonal": lambda f, layer: f(layer),
+    "torch.nn.utils.prune.identity": lambda f, layer: f(layer, "weight"),
+    "torch.nn.utils.prune.random_unstructured": lambda f, layer: f(layer, "weight", 0.3),
+    "torch.nn.utils.prune.l1_unstructured": lambda f, layer: f(layer, "weight", 0.3),
+    "torch.nn.utils.prune.random_structured": lambda f, layer: f(layer, "weight", 0.4, 0),
+    "torch.nn.utils.prune.ln_structured": lambda f, layer: f(layer, "weight", 0.4, 2, 0),
+    "torch.nn.utils.prune.custom_from_mask": lambda f, layer: f(
+        layer, "weight", (layer.weight > 0).float()),
+}
+
+
+def test_every_reparametrization_the_table_names_is_checked_against_torch():
+    table = {qualname for qualname, model in read_model(MODELS / "torch_nn_utils.json").items()
+             if model.effect == "reparametrize"}
+    assert table - {"torch.nn.utils.parametrize.register_parametrization"} == set(REPARAMETRIZE)
+
+
+@pytest.mark.parametrize("qualname", sorted(REPARAMETRIZE))
+def test_saves_leaves_is_what_torch_does(qualname):
+    """``saves_leaves`` claims that the weight's computation saves the leaves it reads: an
+    optimizer step between two backwards over one forward then breaks the second (GG202).
+    On a single layer whose input requires no grad nothing else saves a parameter, so
+    torch raises exactly where the table says it saves."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(5, 5)
+    layer = REPARAMETRIZE[qualname](_resolve(qualname), layer) or layer
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    loss = layer(torch.randn(3, 5)).abs().mean()
+    loss.backward(retain_graph=True)
+    opt.step()
+    try:
+        loss.backward()
+        raised = False
+    except RuntimeError as error:
+        assert "modified by an inplace operation" in str(error)
+        raised = True
+    assert raised is load().call(qualname).saves_leaves
+
+
 def test_an_unknown_effect_is_refused(tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"library": "torch",

@@ -9,7 +9,7 @@ True`` on one name is seen through all). Everything the engine cannot name is
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Hashable, Optional
+from typing import Hashable, NamedTuple, Optional
 
 from gradguard.domain.facts import Tri
 
@@ -113,8 +113,13 @@ class ModuleObj(Value):
     # left it in two modes.
     training: Tri = Tri.YES
     # Attributes re-parametrised (``weight`` after ``weight_norm`` or ``prune``): tensors
-    # torch computes from leaves it registered in their place, no parameters of the layer.
+    # torch computes from leaves it registered in their place, no parameters of the layer
+    # (``Reparametrization``s).
     computed: tuple = ()
+
+    def computed_named(self, name: str) -> Optional["Reparametrization"]:
+        """How the attribute ``name`` is computed, if it is re-parametrised."""
+        return next((item for item in self.computed if item.name == name), None)
 
     def child_named(self, name: object) -> Optional[Value]:
         """The child registered as ``name`` (``block.act``, ``heads["a"]``), when every
@@ -134,6 +139,21 @@ class ModuleObj(Value):
             return replace(self, children=self.children[:index] + (layer,)
                            + self.children[index + 1:])
         return replace(self, children=self.children + (layer,), names=names + (name,))
+
+
+class Reparametrization(NamedTuple):
+    """A layer's attribute ``name`` as a torch utility (``utility``, its qualified name:
+    ``torch.nn.utils.spectral_norm``) re-parametrised it: computed in each forward
+    from the leaves registered in its place (their attribute names, ``weight_orig``;
+    none where torch keeps them elsewhere, under ``layer.parametrizations``).
+    ``saves_leaves``: that computation saves the leaves for backward (``weight_orig /
+    sigma``), so an in-place update of them between the forward and its backward breaks
+    the backward."""
+
+    name: str
+    leaves: tuple
+    utility: str
+    saves_leaves: bool
 
 
 @dataclass(eq=False)

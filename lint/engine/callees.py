@@ -239,7 +239,8 @@ class Callees(Room):
             return self.calls.construct(st, node, callee.info, args)
         if isinstance(callee, FunctionApply):
             return self.custom_functions.apply(st, node, callee.info, args)
-        if isinstance(callee, FunctionVal) and isinstance(callee.node, cst.FunctionDef):
+        if isinstance(callee, FunctionVal) and isinstance(callee.node, (cst.FunctionDef,
+                                                                        cst.Lambda)):
             return self.calls.call_function(st, node, callee, args)
         if callee is UNKNOWN:
             self.opaque_call(st, node, args)

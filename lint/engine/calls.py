@@ -270,9 +270,12 @@ class UserCalls(Room):
         """Whether a call is handed a tensor that requires grad, or a tuple or list of
         them: what it returns may hold that graph (a loss a helper computes from the
         model's output, the losses ``ensure_tuple(losses)`` hands back), whose saves a
-        later backward needs or frees."""
+        later backward needs or frees. A tensor whose graph was cut where a loss it
+        reaches would want it (``dropped_terms``: a reentrant checkpoint's output) counts
+        too: what the call returns carries the cut to that loss."""
         return any(isinstance(tensor, TensorRef) and tensor.obj in st.heap
-                   and st.heap[tensor.obj].requires_grad is Tri.YES
+                   and (st.heap[tensor.obj].requires_grad is Tri.YES
+                        or bool(st.heap[tensor.obj].dropped_terms))
                    for arg in args for tensor in (arg.items if isinstance(arg, Seq) else (arg,)))
 
     def construct(self, st: State, call: cst.Call, info: ClassInfo, args: list) -> Instance:
@@ -323,7 +326,8 @@ class UserCalls(Room):
         module = function.module if function.module is not self.file.scope else None
         same_module = module is stack.current_module
         if definition in stack.active or stack.depth >= MAX_CALL_DEPTH and not _is_model(module) \
-                or budget.frugal or not isinstance(definition.body, cst.IndentedBlock):
+                or budget.frugal or not (isinstance(definition, cst.Lambda)
+                                         or isinstance(definition.body, cst.IndentedBlock)):
             forget_rebound(st, function.scope, same_module)
             forget_objects(st, bindings.values())
             self.gradients.escape(st, bindings.values())
@@ -402,7 +406,11 @@ class UserCalls(Room):
         recording = Recording()
         steps_before = budget.left
         with stack.run(definition, site, reads, recording, _is_model(function.module)) as returns:
-            end = self.engine.block(definition.body.body, inner)
+            if isinstance(definition, cst.Lambda):  # its body is the value it returns
+                returns.append((inner, self.expressions.evaluate(definition.body, inner)))
+                end = None
+            else:
+                end = self.engine.block(definition.body.body, inner)
         for outer in stack.recordings:  # what it did, the calls that contain it did too
             outer.tried |= recording.tried
             outer.deepest = max(outer.deepest, recording.deepest)

@@ -305,11 +305,15 @@ class Expressions(Room):
         return value
 
     def _lambda(self, node: cst.Lambda, st: State) -> Value:
+        """A ``lambda``: its body is read once with its parameters unknown; the value is
+        a function of the file, which a call follows like a ``def`` (the variables of
+        the function around it are unknown in its body)."""
         inner = st.copy()
         for param in _all_params(node.params):
             inner.bind(param.name.value, UNKNOWN)
         self.evaluate(node.body, inner)
-        return FunctionVal(node)
+        return FunctionVal(node, None, self.file.scope,
+                           self.definitions.scope_of(node, st.scope))
 
     def index_kind(self, node: cst.Subscript, st: State) -> IndexKind:
         return self.read_index(node, st)[0]

@@ -30,6 +30,7 @@ from gradguard.domain.state import Heap, State
 from gradguard.engine.builtin_calls import BuiltinCalls
 from gradguard.engine.callees import Callees
 from gradguard.engine.calls import UserCalls
+from gradguard.engine.checkpoints import Checkpoints
 from gradguard.engine.common import timeless
 from gradguard.engine.conditions import Assumption
 from gradguard.engine.contexts import Budget, CallStack, FileFacts
@@ -144,6 +145,7 @@ class Interpreter:
         self.tensor_methods = TensorMethods(self, **shared)  # x.detach(), x.grad, ...
         self.inplace = InplaceWrites(self, **shared)  # in-place writes into tensors
         self.torch = TorchCalls(self, **shared)
+        self.checkpoints = Checkpoints(self, **shared)  # torch.utils.checkpoint
         self.modules = Modules(self, **shared)
         self.saved = SavedTensors(self, **shared)
         self.gradients = Gradients(self, **shared)  # leaves a backward cannot reach (GG311)

@@ -17,6 +17,7 @@ from gradguard.domain.values import (
     FunctionVal,
     Instance,
     ModuleObj,
+    Reparametrization,
     Seq,
     TensorRef,
     Value,
@@ -36,6 +37,7 @@ from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName, TorchAPI
 from gradguard.knowledge.unchanged import IDENTITY_IN_EVAL, IDENTITY_LAYERS, INPLACE_IGNORED
+from gradguard.libraries import CallModel
 from gradguard.syntax.loops import bound_names, every_pass
 from gradguard.syntax.scopes import REGISTRARS
 
@@ -76,7 +78,7 @@ class Modules(Room):
                 self.file.maybe_none.add(obj)
             self.file.labels.setdefault(obj, path or attr)
             return TensorRef(obj)
-        if attr in module.computed:
+        if module.computed_named(attr) is not None:
             return self._computed_attribute(st, module, attr, path)
         if attr in _flag_parameters(module.kind, self.knowledge):
             return Const(None)  # turned off by its flag (bias=False)
@@ -87,8 +89,10 @@ class Modules(Room):
                             path: Optional[str]) -> Value:
         """A re-parametrised layer's ``weight`` (``ModuleObj.computed``): the tensor torch
         computed from the leaves registered in its place (``weight_orig * weight_mask``),
-        no leaf while they require grad (its ``.grad`` stays None: GG305)."""
-        obj = (module.obj, attr, "computed")
+        no leaf while they require grad (its ``.grad`` stays None: GG305). Its own
+        storage, none of the layer's parameters: an update of those in place does not
+        write it."""
+        obj = (COMPUTED, module.obj, attr)
         if obj not in st.heap:
             leaves = self.parameter_facts(st, module, None, "")
             st.heap[obj] = TensorFacts(
@@ -96,6 +100,35 @@ class Modules(Room):
                 is_leaf=Tri.NO if leaves.requires_grad is Tri.YES else Tri.MAYBE)
         self.file.labels.setdefault(obj, path or attr)
         return TensorRef(obj)
+
+    def _recomputed(self, st: State, node: cst.Call, module: ModuleObj,
+                    how: Reparametrization, site: Optional[Hashable]) -> TensorRef:
+        """A re-parametrised layer's attribute as its forward at ``node`` computes it (a
+        forward pre-hook, or the parametrization on access): a fresh tensor computed from
+        the leaves registered in its place. Where that computation saves them
+        (``how.saves_leaves``) its graph holds their saves, so an in-place update of them
+        (``opt.step()``) before the backward through this forward is one of a saved
+        tensor (GG202). Leaves torch keeps under ``layer.parametrizations`` are the
+        object ``(layer, name, "original")`` here, a parameter of the layer as the
+        layer's flags say now (``requires_grad_(False)`` on it or a module holding it)."""
+        leaves = [self.module_attribute(st, module, leaf, None) for leaf in how.leaves]
+        if not how.leaves:
+            kept = (module.obj, how.name, "original")
+            st.heap[kept] = self.parameter_facts(st, module, None, "")
+            leaves = [TensorRef(kept)]
+        namespace, _, name = how.utility.rpartition(".")
+        utility = OpName.of(namespace, name)
+        records = frozenset()
+        if how.saves_leaves and st.grad is Tri.YES:
+            records = frozenset(
+                SaveRecord(self.saved.save_key(st, (site or id(node), how.name), position),
+                           leaf.obj, utility.display(), node,
+                           self.file.labels.get(leaf.obj) or Prose(f"the layer's `{leaf.obj[1]}`"))
+                for position, leaf in enumerate(leaves)
+                if self.tensors.requires_grad_of(st, leaf) is Tri.YES)
+            self.saved.add_saves(st, records)
+        return self.tensors.op_result(st, node, leaves, utility, extra_saves=records,
+                                      site=(site or id(node), how.name))
 
     def apply_to_modules(self, st: State, model: Value, function: Value,
                          node: cst.Call) -> None:
@@ -142,13 +175,15 @@ class Modules(Room):
             st.heap[obj] = fact
         return copy
 
-    def reparametrized(self, st: State, node: cst.Call, suffixes: tuple, args: list) -> Value:
-        """``nn.utils.weight_norm(layer)`` and the like: the layer's ``weight`` is no
-        longer a parameter but a tensor computed from the ones registered in its place
-        (``weight_g`` and ``weight_v``: ``suffixes``), each a leaf that requires grad
-        (where torch keeps them as attributes). The layer changes in place: the name the
-        code passed is bound to it as changed. A layer or a parameter name the engine does
-        not know leaves what the name holds unknown."""
+    def reparametrized(self, st: State, node: cst.Call, model: CallModel,
+                       args: list) -> Value:
+        """``nn.utils.weight_norm(layer)`` and the like (``model``: what the library
+        models say the utility does): the layer's ``weight`` is no longer a parameter but
+        a tensor computed from the ones registered in its place (``weight_g`` and
+        ``weight_v``: ``model.registers``), each a leaf that requires grad (where torch
+        keeps them as attributes). The layer changes in place: the name the code passed is
+        bound to it as changed. A layer or a parameter name the engine does not know
+        leaves what the name holds unknown."""
         if not node.args or node.args[0].keyword is not None or node.args[0].star:
             return UNKNOWN
         layer, name = args[0], self.callees.argument(node, args, "name", 1)
@@ -159,9 +194,11 @@ class Modules(Room):
                                              and isinstance(name.value, str)):
             replaced = "weight" if name is None else name.value
             kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
-            changed = replace(layer, parameters=kept + tuple(
-                replaced + suffix for suffix in suffixes), unsure=layer.unsure - {replaced},
-                computed=layer.computed + (replaced,))
+            leaves = tuple(replaced + suffix for suffix in model.registers)
+            how = Reparametrization(replaced, leaves, model.qualname, model.saves_leaves)
+            changed = replace(layer, parameters=kept + leaves,
+                              unsure=layer.unsure - {replaced},
+                              computed=layer.computed + (how,))
         path = dotted(node.args[0].value)
         if path is not None and isinstance(layer, (ModuleObj, Instance)):
             st.bind(path, changed)
@@ -503,12 +540,17 @@ class Modules(Room):
         # a layer whose parameters are unknown may make its output require grad
         if not parameters_known(module, self.knowledge):
             inputs.append(UNKNOWN)
+        label = self.file.labels.get(module.obj)
         for name in parameters_of(module, self.knowledge):
             parameter = self.module_attribute(st, module, name, None)
-            label = self.file.labels.get(module.obj)
             operands[name] = (parameter, f"{label}.{name}" if label is not None
                               else Prose(f"the layer's `{name}`"))
             inputs.append(parameter)
+        for how in module.computed:
+            computed = self._recomputed(st, node, module, how, site)
+            operands[how.name] = (computed, f"{label}.{how.name}" if label is not None
+                                  else Prose(f"the layer's `{how.name}`"))
+            inputs.append(computed)
         entry = self.knowledge.saved_ops.get(op.key(), {})
         if entry.get("saved_outputs") is not None or module.kind in TUPLE_MODULES:
             return self.tensors.outputs_of(st, node, op, inputs, operands,
@@ -522,6 +564,8 @@ class Modules(Room):
 FREEZES = re.compile(r"requires_grad_\(|\.requires_grad\s*=[^=]|setattr\(")
 
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
+
+COMPUTED = "*computed"  # the first part of the name of a re-parametrised layer's weight
 
 
 def _flag_of(module: ModuleObj, knowledge: TorchAPI) -> tuple:

@@ -66,6 +66,7 @@ class Room:
     tensor_methods = _OtherRoom("tensor_methods")
     inplace = _OtherRoom("inplace")
     torch = _OtherRoom("torch")
+    checkpoints = _OtherRoom("checkpoints")
     modules = _OtherRoom("modules")
     saved = _OtherRoom("saved")
     gradients = _OtherRoom("gradients")

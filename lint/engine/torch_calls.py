@@ -133,7 +133,9 @@ class TorchCalls(Room):
             return arg0  # runs under no_grad internally
         library = self.libraries.call(qualname)
         if library is not None and library.effect == "reparametrize":
-            return self.modules.reparametrized(st, node, library.registers, args)
+            return self.modules.reparametrized(st, node, library, args)
+        if library is not None and library.effect == "checkpoint":
+            return self.checkpoints.checkpoint(st, node, args)
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:
             return self.modules.build_module(node, name, args)
         return UNKNOWN

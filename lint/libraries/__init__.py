@@ -19,8 +19,19 @@ effect           what a call does                            fields
 ===============  ==========================================  ===========================
 reparametrize    replaces a layer's parameter (``weight``,   ``registers``: the suffixes
                  or the one named) by a tensor computed      of the leaves it registers
-                 from leaves it registers in its place       as the layer's attributes
-                 (``engine.modules.reparametrized``)         (``[]``: kept elsewhere)
+                 from leaves it registers in its place,      as the layer's attributes
+                 recomputed in each forward                  (``[]``: kept elsewhere);
+                 (``engine.modules.reparametrized``)         ``saves_leaves``: true where
+                                                             that computation saves the
+                                                             leaves for backward
+                                                             (``weight_orig / sigma``), so
+                                                             updating them in place before
+                                                             that backward breaks it
+checkpoint       runs its first argument on the others       none (``use_reentrant`` as
+                 under ``no_grad``; the output requires      passed, torch's default
+                 grad only if a tensor argument does (the    ``True`` where it is not)
+                 reentrant activation checkpoint;
+                 ``engine.checkpoints``)
 ===============  ==========================================  ===========================
 
 A call the models do not name is unknown, and unknown stays silent. To teach gradguard a
@@ -49,7 +60,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 MODELS = Path(__file__).resolve().parent / "models"
-EFFECTS = frozenset({"reparametrize"})
+EFFECTS = frozenset({"reparametrize", "checkpoint"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class CallModel:
     qualname: str
     effect: str
     registers: tuple = ()
+    saves_leaves: bool = False
 
 
 class LibraryModels:
@@ -84,7 +96,8 @@ def read_model(path: Path) -> dict[str, CallModel]:
         effect = entry.get("effect")
         if effect not in EFFECTS:
             raise ValueError(f"{path.name}: {qualname}: unknown effect {effect!r}")
-        calls[qualname] = CallModel(qualname, effect, tuple(entry.get("registers", ())))
+        calls[qualname] = CallModel(qualname, effect, tuple(entry.get("registers", ())),
+                                    bool(entry.get("saves_leaves", False)))
     return calls
 
 

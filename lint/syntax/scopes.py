@@ -169,7 +169,7 @@ class _Bindings:
     def collect(self, scope: cst.CSTNode, walrus: bool) -> None:
         """Walk ``scope``'s statements, and their expressions only when the file may
         hold a walrus (``walrus``): every other binding is a statement's."""
-        if type(scope) is cst.FunctionDef:
+        if type(scope) is cst.FunctionDef or type(scope) is cst.Lambda:
             for param in parameters(scope.params):
                 self._bind(param.name.value)
         stack: list[tuple[cst.CSTNode, bool]] = [(scope.body, False)]
