@@ -6,6 +6,7 @@ from gradguard.rules.gg101_leaf_inplace import LeafInplace
 from gradguard.rules.gg102_leaf_view_inplace import LeafViewInplace
 from gradguard.rules.gg103_non_leaf_requires_grad import NonLeafRequiresGrad
 from gradguard.rules.gg104_out_argument_requires_grad import OutArgumentRequiresGrad
+from gradguard.rules.gg105_deepcopy_non_leaf import DeepcopyNonLeafRule
 from gradguard.rules.gg201_saved_tensor_inplace import SavedTensorInplace
 from gradguard.rules.gg202_parameter_update_before_backward import ParameterUpdateBeforeBackward
 from gradguard.rules.gg203_multi_view_inplace import MultiViewInplace
@@ -31,6 +32,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     LeafViewInplace,
     NonLeafRequiresGrad,
     OutArgumentRequiresGrad,
+    DeepcopyNonLeafRule,
     SavedTensorInplace,
     ParameterUpdateBeforeBackward,
     MultiViewInplace,

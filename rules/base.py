@@ -15,6 +15,7 @@ from gradguard.domain.events import (
     BackwardThroughFreed,
     BackwardWithoutGrad,
     DetachInplace,
+    DeepcopyNonLeaf,
     DroppedTerm,
     GradientCutOff,
     InplaceWrite,
@@ -155,6 +156,9 @@ class Rule:
     def on_gradient_cut_off(self, event: GradientCutOff) -> None:
         pass
 
+    def on_deepcopy_non_leaf(self, event: DeepcopyNonLeaf) -> None:
+        pass
+
     def on_legacy_variable(self, event: LegacyVariable) -> None:
         pass
 
@@ -204,7 +208,7 @@ class Rule:
 EVENT_KINDS = ("inplace_write", "saved_tensor_mutated", "alias_write_read",
                "backward_without_grad", "non_leaf_grad_read", "detach_inplace", "dropped_term",
                "legacy_variable", "requires_grad_set", "out_argument",
-               "backward_through_freed", "gradient_cut_off")
+               "backward_through_freed", "gradient_cut_off", "deepcopy_non_leaf")
 
 
 def handlers_of(rule: Rule) -> dict:

@@ -263,6 +263,10 @@ FREED_GRAPH_MSG = "Trying to backward through the graph a second time"
 
 register(Expectation("GG207", "raises_here", RuntimeError, FREED_GRAPH_MSG))
 
+DEEPCOPY_MSG = "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol"
+
+register(Expectation("GG105", "raises_here", RuntimeError, DEEPCOPY_MSG))
+
 NO_GRAD_FN_MSG = "element 0 of tensors does not require grad and does not have a grad_fn"
 NON_LEAF_GRAD_MSG = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
 DETACH_VIEW_MSG = "Can't detach views in-place"

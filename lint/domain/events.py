@@ -196,6 +196,17 @@ class DetachInplace:
 
 
 @dataclass(frozen=True)
+class DeepcopyNonLeaf:
+    """``copy.deepcopy(value)`` (or a library call that makes one) of a value holding a
+    tensor that is not a leaf: torch refuses it. ``text``: the argument as written;
+    ``held``: what holds the non-leaf, as the message says it."""
+
+    node: cst.CSTNode
+    text: str
+    held: str
+
+
+@dataclass(frozen=True)
 class GradientCutOff:
     """An optimizer stepped (``step_node``) grad leaves that the backward before it
     (``backward_node``) could not reach: the only way from them to its loss went through

@@ -154,6 +154,7 @@ class Reparametrization(NamedTuple):
     leaves: tuple
     utility: str
     saves_leaves: bool
+    stores: str = ""  # when the layer keeps the result as a plain attribute (CallModel)
 
 
 @dataclass(eq=False)

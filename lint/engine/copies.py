@@ -16,7 +16,7 @@ unknown in the copy.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Hashable, Mapping
+from typing import Hashable, Mapping, Optional
 
 from gradguard.domain.facts import TensorFacts, Tri
 from gradguard.domain.values import (
@@ -27,12 +27,23 @@ from gradguard.domain.values import (
     Const,
     FunctionVal,
     Instance,
+    IterableOf,
     ModuleObj,
+    Seq,
     TensorRef,
     Value,
 )
 
 COPY = "*copy"  # the first part of a copied object's name
+# A layer keeps a re-parametrised weight (``weight_norm``'s, a pruned one) as a plain
+# attribute computed with a graph: ``heap[stored_key(layer, "weight")]`` is ``STORED``
+# from the call (or its first forward) on.
+STORED = TensorFacts(requires_grad=Tri.YES, is_leaf=Tri.NO)
+NOT_STORED = TensorFacts(requires_grad=Tri.NO, is_leaf=Tri.YES)  # undone (``prune.remove``)
+
+
+def stored_key(layer: Hashable, name: str) -> tuple:
+    return ("*stored", layer, name)
 
 
 class DeepCopy:
@@ -44,26 +55,42 @@ class DeepCopy:
         self.heap = heap
         self.renamed: dict[Hashable, Hashable] = {}  # original object -> its copy
         self.facts: dict[Hashable, TensorFacts] = {}
+        # what makes torch refuse the copy (a non-leaf tensor the value holds), said as
+        # the message says it: None where nothing does
+        self.refused: Optional[str] = None
 
     def rename(self, obj: Hashable) -> Hashable:
         if obj not in self.renamed:
             self.renamed[obj] = (COPY, self.site, obj)
         return self.renamed[obj]
 
-    def of(self, value: Value) -> Value:
+    def of(self, value: Value, path: str = "") -> Value:
         if isinstance(value, TensorRef):
-            return self._tensor(value.obj)
+            return self._tensor(value.obj, path)
         if isinstance(value, ModuleObj):
+            for how in value.computed:
+                if self.refused is None and self.heap.get(stored_key(value.obj, how.name)) \
+                        is STORED:
+                    self.refused = (f"`{path + how.name}`, which `{how.utility}` computes "
+                                    "and keeps on the layer")
             return replace(value, obj=self.rename(value.obj),
-                           children=tuple(self.of(child) for child in value.children))
+                           children=tuple(self.of(child, f"{path}{name}.")
+                                          for name, child in zip(_names(value),
+                                                                 value.children)))
         if isinstance(value, Instance):
             if value.obj in self.renamed:  # an object graph may be cyclic
                 return Instance(value.info, self.renamed[value.obj])
             obj = self.rename(value.obj)
-            attrs = {name: self.of(item) for name, item in value.attributes().items()}
+            attrs = {name: self.of(item, f"{path}{name}.")
+                     for name, item in value.attributes().items()}
             if value.container is not None:
                 attrs[CONTAINER] = self.of(value.container)
             return Instance(value.info, obj, tuple(sorted(attrs.items())))
+        if isinstance(value, Seq):  # a list of tensors kept on a module
+            return replace(value, items=tuple(self.of(item, f"{path.rstrip('.')}[{index}].")
+                             for index, item in enumerate(value.items)))
+        if isinstance(value, IterableOf):
+            return replace(value, element=self.of(value.element, f"{path.rstrip('.')}[...]."))
         return value if _immutable(value) else UNKNOWN
 
     def owned_facts(self) -> dict:
@@ -77,8 +104,10 @@ class DeepCopy:
                 found[(self.renamed[obj[0]], obj[1])] = _fresh_leaf(facts)
         return found
 
-    def _tensor(self, obj: Hashable) -> Value:
+    def _tensor(self, obj: Hashable, path: str) -> Value:
         facts = self.heap.get(obj)
+        if facts is not None and facts.is_leaf is Tri.NO and self.refused is None:
+            self.refused = f"`{path.rstrip('.') or 'it'}`"
         if facts is None or facts.is_leaf is not Tri.YES:
             return UNKNOWN  # torch copies only leaves (a non-leaf raises)
         copy = self.rename(obj)
@@ -97,8 +126,18 @@ def _immutable(value: Value) -> bool:
     return value is NUMBER or isinstance(value, (Const, FunctionVal, ClassVal))
 
 
-def deep_copy(value: Value, site: Hashable, heap: Mapping) -> tuple[Value, dict]:
-    """``copy.deepcopy(value)`` at ``site``: the copy and the facts of its new objects."""
+def deep_copy(value: Value, site: Hashable,
+              heap: Mapping) -> tuple[Value, dict, Optional[str]]:
+    """``copy.deepcopy(value)`` at ``site``: the copy, the facts of its new objects, and
+    what makes torch refuse it (None: nothing known to)."""
     copier = DeepCopy(site, heap)
     copied = copier.of(value)
-    return copied, copier.owned_facts()
+    return copied, copier.owned_facts(), copier.refused
+
+
+def _names(layer: ModuleObj) -> tuple:
+    """The names of a container's layers, as a path spells them (``0``, ``fc``)."""
+    if len(layer.names) == len(layer.children):
+        return tuple(str(index) if name is None else name
+                     for index, name in enumerate(layer.names))
+    return tuple(str(index) for index in range(len(layer.children)))

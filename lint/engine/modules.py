@@ -8,7 +8,7 @@ from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
-from gradguard.domain.events import Prose, SaveRecord
+from gradguard.domain.events import DeepcopyNonLeaf, Prose, SaveRecord
 from gradguard.domain.facts import UNKNOWN_TENSOR, Origin, TensorFacts, Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import (
@@ -32,7 +32,7 @@ from gradguard.engine.containers import (
     _spread_value,
     _with_layers,
 )
-from gradguard.engine.copies import deep_copy
+from gradguard.engine.copies import NOT_STORED, STORED, deep_copy, stored_key
 from gradguard.engine.partials import Partial
 from gradguard.engine.room import Room
 from gradguard.knowledge import OpName, TorchAPI
@@ -165,12 +165,18 @@ class Modules(Room):
 
     def copied(self, st: State, node: cst.Call, function: str, args: list) -> Value:
         """``copy.deepcopy(model)``: a model of the same structure and flags, with new
-        parameters (``copies``). ``copy.copy`` and the rest only read their argument; what
+        parameters (``copies``); where it holds a tensor that is not a leaf (a weight
+        ``weight_norm`` computed, an activation kept on ``self``), torch raises, and the
+        rules are told (GG105). ``copy.copy`` and the rest only read their argument; what
         they give is unknown."""
-        if function != "deepcopy" or len(args) != 1 or node.args[0].keyword is not None \
-                or node.args[0].star:
+        if function != "deepcopy" or len(args) != 1 or not node.args \
+                or node.args[0].keyword is not None or node.args[0].star:
             return UNKNOWN
-        copy, facts = deep_copy(args[0], self.tensors.contextual(id(node)), st.heap)
+        copy, facts, refused = deep_copy(args[0], self.tensors.contextual(id(node)), st.heap)
+        if refused is not None:
+            self.engine.dispatch("deepcopy_non_leaf", DeepcopyNonLeaf(
+                node, source_text(node.args[0].value), refused))
+            return UNKNOWN
         for obj, fact in facts.items():
             st.heap[obj] = fact
         return copy
@@ -195,10 +201,37 @@ class Modules(Room):
             replaced = "weight" if name is None else name.value
             kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
             leaves = tuple(replaced + suffix for suffix in model.registers)
-            how = Reparametrization(replaced, leaves, model.qualname, model.saves_leaves)
+            how = Reparametrization(replaced, leaves, model.qualname, model.saves_leaves,
+                                    model.stores)
+            if model.stores == "applied" and st.grad is Tri.YES:
+                st.heap[stored_key(layer.obj, replaced)] = STORED
             changed = replace(layer, parameters=kept + leaves,
                               unsure=layer.unsure - {replaced},
                               computed=layer.computed + (how,))
+        path = dotted(node.args[0].value)
+        if path is not None and isinstance(layer, (ModuleObj, Instance)):
+            st.bind(path, changed)
+        return changed
+
+    def restored(self, st: State, node: cst.Call, args: list) -> Value:
+        """``prune.remove(layer, "weight")``, ``remove_weight_norm(layer)`` and the like:
+        the re-parametrised parameter is a plain parameter of the layer again, and the
+        leaves registered in its place are gone. A layer or a name the engine does not
+        know leaves what the name holds unknown."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return UNKNOWN
+        layer, name = args[0], self.callees.argument(node, args, "name", 1)
+        replaced = "weight" if name is None else name.value \
+            if isinstance(name, Const) and isinstance(name.value, str) else None
+        how = layer.computed_named(replaced) \
+            if isinstance(layer, ModuleObj) and replaced is not None else None
+        changed: Value = UNKNOWN
+        if how is not None:
+            changed = replace(layer, parameters=tuple(p for p in layer.parameters
+                                                      if p not in how.leaves) + (replaced,),
+                              computed=tuple(other for other in layer.computed
+                                             if other is not how))
+            st.heap[stored_key(layer.obj, replaced)] = NOT_STORED
         path = dotted(node.args[0].value)
         if path is not None and isinstance(layer, (ModuleObj, Instance)):
             st.bind(path, changed)
@@ -548,6 +581,8 @@ class Modules(Room):
             inputs.append(parameter)
         for how in module.computed:
             computed = self._recomputed(st, node, module, how, site)
+            if how.stores and st.grad is Tri.YES:  # kept on the layer, with its graph
+                st.heap[stored_key(module.obj, how.name)] = STORED
             operands[how.name] = (computed, f"{label}.{how.name}" if label is not None
                                   else Prose(f"the layer's `{how.name}`"))
             inputs.append(computed)

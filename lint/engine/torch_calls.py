@@ -122,6 +122,9 @@ class TorchCalls(Room):
             return UNKNOWN
         if qualname == "torch.autograd.graph.allow_mutation_on_saved_tensors":
             return AllowMutation()
+        library = self.libraries.call(qualname)
+        if library is not None and library.effect == "copies":  # swa_utils.AveragedModel
+            return self.modules.copied(st, node, "deepcopy", args[:1])
         if namespace.startswith("torch.optim") and name[:1].isupper() \
                 and "lr_scheduler" not in namespace and args:
             return self.optimizer(args[0])
@@ -131,9 +134,10 @@ class TorchCalls(Room):
             return self._namespaced_op(st, node, OpName.of(namespace, name), args)
         if namespace == "torch.nn.init":
             return arg0  # runs under no_grad internally
-        library = self.libraries.call(qualname)
         if library is not None and library.effect == "reparametrize":
             return self.modules.reparametrized(st, node, library, args)
+        if library is not None and library.effect == "restores":
+            return self.modules.restored(st, node, args)
         if library is not None and library.effect == "checkpoint":
             return self.checkpoints.checkpoint(st, node, args)
         if namespace.startswith("torch.nn") and name in self.knowledge.nn_module_classes:

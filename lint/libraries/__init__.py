@@ -26,7 +26,22 @@ reparametrize    replaces a layer's parameter (``weight``,   ``registers``: the 
                                                              leaves for backward
                                                              (``weight_orig / sigma``), so
                                                              updating them in place before
-                                                             that backward breaks it
+                                                             that backward breaks it;
+                                                             ``stores``: where the layer
+                                                             keeps the computed tensor as
+                                                             a plain attribute, a non-leaf
+                                                             that ``copy.deepcopy`` refuses:
+                                                             ``"applied"`` (from the call
+                                                             on), ``"forward"`` (from the
+                                                             first forward on)
+restores         undoes ``reparametrize`` on the layer's     none
+                 parameter named (``weight`` where not
+                 given): a plain parameter again
+                 (``engine.modules.restored``)
+copies           ``copy.deepcopy`` of its first argument,   none
+                 which it wraps (``swa_utils.
+                 AveragedModel``); ``engine.modules.
+                 copied``
 checkpoint       runs its first argument on the others       none (``use_reentrant`` as
                  under ``no_grad``; the output requires      passed, torch's default
                  grad only if a tensor argument does (the    ``True`` where it is not)
@@ -60,7 +75,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 MODELS = Path(__file__).resolve().parent / "models"
-EFFECTS = frozenset({"reparametrize", "checkpoint"})
+EFFECTS = frozenset({"reparametrize", "restores", "checkpoint", "copies"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,7 @@ class CallModel:
     effect: str
     registers: tuple = ()
     saves_leaves: bool = False
+    stores: str = ""
 
 
 class LibraryModels:
@@ -97,7 +113,8 @@ def read_model(path: Path) -> dict[str, CallModel]:
         if effect not in EFFECTS:
             raise ValueError(f"{path.name}: {qualname}: unknown effect {effect!r}")
         calls[qualname] = CallModel(qualname, effect, tuple(entry.get("registers", ())),
-                                    bool(entry.get("saves_leaves", False)))
+                                    bool(entry.get("saves_leaves", False)),
+                                    str(entry.get("stores", "")))
     return calls
 
 

@@ -69,7 +69,7 @@ class DAC(nn.Module):
 torch.manual_seed(0)
 model = DAC()
 audio = torch.randn(2, 1, 64)
-teacher = copy.deepcopy(model).eval()
+teacher = copy.deepcopy(model).eval()  # culprit: GG105
 opt = torch.optim.Adam(model.parameters(), lr=1e-4)
 for step in range(2):
     with torch.no_grad():

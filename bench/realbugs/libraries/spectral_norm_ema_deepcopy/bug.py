@@ -61,8 +61,8 @@ def train(epochs=4, ema_start_epoch=2):
         loss.backward()
         opt.step()
         if epoch == ema_start_epoch:
-            ema_fore = copy.deepcopy(model.fore)
-            ema_aft = copy.deepcopy(model.aft)
+            ema_fore = copy.deepcopy(model.fore)  # culprit: GG105
+            ema_aft = copy.deepcopy(model.aft)  # culprit: GG105
         elif ema_fore is not None:
             ema_update(ema_fore, model.fore)
             ema_update(ema_aft, model.aft)
