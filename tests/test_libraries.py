@@ -113,6 +113,31 @@ def test_saves_leaves_is_what_torch_does(qualname):
     assert raised is load().call(qualname).saves_leaves
 
 
+def _deepcopy_raises(torch, module) -> bool:
+    import copy
+    try:
+        copy.deepcopy(module)
+    except RuntimeError as error:
+        assert "graph leaves" in str(error)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("qualname", sorted(REPARAMETRIZE))
+def test_stores_is_what_torch_does(qualname):
+    """``stores`` claims when the layer keeps the computed weight as a plain attribute, a
+    non-leaf that ``copy.deepcopy`` refuses (GG105): ``"applied"`` from the call on,
+    ``"forward"`` from the first forward in grad mode on, nowhere for the others."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(5, 5)
+    layer = REPARAMETRIZE[qualname](_resolve(qualname), layer) or layer
+    stores = load().call(qualname).stores
+    assert _deepcopy_raises(torch, layer) is (stores == "applied")
+    layer(torch.randn(3, 5))
+    assert _deepcopy_raises(torch, layer) is (stores in ("applied", "forward"))
+
+
 def test_an_unknown_effect_is_refused(tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"library": "torch",
