@@ -12,8 +12,8 @@ values that require grad, ``.item()``/``.tolist()``/``.numpy()``/``float()``) an
   that require grad and whose ``.grad`` is None are *missing*; they are reported only
   when a full ``backward()`` ran since this optimizer's last step (one with ``inputs=``
   accumulates into those alone: no report) and some other parameter of the same
-  optimizer did get a gradient. Cuts made while a step runs (the optimizer's own
-  ``p.data``) are not cuts of the user's forward.
+  optimizer did get a gradient. Cuts made while a step without a closure runs (the
+  optimizer's own ``p.data``) are not cuts of the user's forward; a closure's are.
 * a module forward pre-hook (``torch.nn.modules.module.register_module_forward_pre_hook``):
   which parameters a module call used, and whether gradients were off (``no_grad``,
   ``inference_mode``) at the time.
@@ -22,12 +22,19 @@ A missing parameter is reported, with its name in the module that holds it, as
 
 * **cut**, at the line of the operation that cut it: a cut recorded since the
   optimizer's last step whose source depends on it (the source itself, or a graph whose
-  leaves include it: walked only now, when something is missing); else the line of a
-  module call that used it with gradients off while no call with gradients on did;
+  leaves include it: walked only now, when something is missing; a cut that makes a
+  tensor wins over one that makes numbers, then the latest; a ``.data`` alias written
+  through in place later, as ``p.data.normal_()`` is, was a write, not a cut); else the
+  user's call of the outermost module that ran it with gradients off while no call with
+  gradients on used it (``with no_grad(): feats = self.backbone(x)``);
 * **unused**, at the step's line: no module that holds it ran since the last step, or one
-  did but nothing computed from it reached the loss and no cut was seen (DDP's "unused
-  parameters": often intended, e.g. for frozen parts; ``report_unused=False`` leaves
-  these out).
+  did but nothing computed from it reached the loss and no cut was seen, or it is in no
+  module seen running and no backward reached it (DDP's "unused parameters": often
+  intended, e.g. for frozen parts; ``report_unused=False`` leaves these out).
+
+A cut line keeps its latest sources' graph nodes (four at most) until every live
+optimizer has stepped past it: the nodes' saved tensors stay alive that long when no
+backward frees them.
 
 A parameter that does not require grad, one the stepping optimizer does not hold (a
 GAN's other network, a target network, an EMA teacher), and a ``.grad`` that is a tensor
@@ -50,6 +57,7 @@ _MAX_SOURCES = 4  # sources kept per cut line (the latest)
 _MAX_CUT_LINES = 256
 _MAX_NAMES = 4
 _CALL_IMPL = torch.nn.Module._call_impl.__code__
+_NoTF = torch._C.DisableTorchFunction  # the hooks read .grad, .requires_grad: not through the mode
 NUMBER_CUTS = frozenset({".item()", ".tolist()", ".numpy()", "float()"})  # the cuts that make numbers
 
 
@@ -73,7 +81,7 @@ class MissingGradients:
         self.where = where
         self.is_user = is_user
         self.report_unused = report_unused
-        self.stepping = 0  # optimizer steps running (a wrapper's step runs its inner one's)
+        self.stepping = 0  # steps running without a closure (a wrapper's step runs its inner one's)
         self._clock = 0  # moves at each backward and step
         self._last_backward = -1  # the clock of the last backward (-1: none yet)
         self._last_partial = -1  # the last backward with inputs=
@@ -137,22 +145,21 @@ class MissingGradients:
         """A ``backward()`` ran to its end (``partial``: with ``inputs=``)."""
         self._clock += 1
         self._last_backward = self._clock
+        self.stepping = 0  # no step without a closure runs a backward: one that raised ended
         if partial:
             self._last_partial = self._clock
 
     # ------------------------------------------------------------------ torch's hooks
 
     def _module_called(self, module, args) -> None:
+        """Every module call (its parameters used), made cheap: with gradients on, no
+        tensor attribute is read (each read would go through the monitor's mode)."""
         if threading.get_ident() != self._thread:
             return
         ident = id(module)
         if ident not in self._modules:
             self._modules[ident] = weakref.ref(module, self._dropper(self._modules, ident))
         params = module._parameters
-        if not params:
-            if not torch.is_grad_enabled():
-                self._no_grad_call(module)
-            return
         if torch.is_grad_enabled():
             clock = self._clock
             used = self._used
@@ -160,12 +167,21 @@ class MissingGradients:
                 if p is not None:
                     used[id(p)] = clock
             return
+        with _NoTF():
+            self._no_grad_module(module, params)
+
+    def _no_grad_module(self, module, params) -> None:
+        """``module`` runs with gradients off: its parameters' use is a cut if no call
+        with gradients on uses them before the step."""
         file, line, name = self._no_grad_call(module)
         if file is None:
             return
+        clock = self._clock
         for p in params.values():
             if p is not None and p.requires_grad:
-                self._no_grad[id(p)] = (weakref.ref(p), self._clock, file, line, name)
+                known = self._no_grad.get(id(p))
+                if known is None or known[1] != clock or known[0]() is not p:  # once a tick
+                    self._no_grad[id(p)] = (weakref.ref(p), clock, file, line, name)
 
     def _no_grad_call(self, module) -> tuple:
         """(file, line, module's class) of the user's call that ran ``module`` with
@@ -191,16 +207,19 @@ class MissingGradients:
     def _before_step(self, optimizer, args, kwargs) -> None:
         if threading.get_ident() != self._thread:
             return
-        self.stepping += 1
-        if not _closure(args, kwargs):
-            self._check(optimizer)
+        if not _closure(args, kwargs):  # a closure's forward is the user's: its cuts count
+            self.stepping += 1
+            with _NoTF():
+                self._check(optimizer)
 
     def _after_step(self, optimizer, args, kwargs) -> None:
         if threading.get_ident() != self._thread:
             return
-        self.stepping = max(0, self.stepping - 1)
         if _closure(args, kwargs):
-            self._check(optimizer)
+            with _NoTF():
+                self._check(optimizer)
+        else:
+            self.stepping = max(0, self.stepping - 1)
         self._clock += 1
         self._last_step[optimizer] = self._clock
         self._prune()
