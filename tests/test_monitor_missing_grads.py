@@ -3,8 +3,9 @@ parameters it updates that received no gradient, reported at the operation that 
 off from the loss, or at the step as unused.
 
 Each program below is a small, complete training step run as a script under
-``run_path``; torch itself is asked too (``no_grad_after``): a bug's reported parameters
-really have ``.grad`` None at the step, a near-miss's stepped parameters all get one.
+``run_path``; torch itself is asked too (``_missing_per_torch``, without the monitor): a
+bug's optimizer really holds parameters whose ``.grad`` is None after its step, a
+near-miss's stepped parameters all have one.
 """
 
 from __future__ import annotations
@@ -167,6 +168,32 @@ UNUSED_LAYER = """
     opt.step()  # step
 """
 
+GAN_FAKE_DETACHED_FOR_BOTH = """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    G, D = nn.Linear(2, 4), nn.Sequential(nn.Linear(4, 1))
+    opt_g = torch.optim.Adam(G.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(D.parameters(), lr=1e-3)
+    head = nn.Linear(4, 1)  # a generator loss term of its own, stepped with G
+    opt_g.add_param_group({"params": head.parameters()})
+    bce = nn.BCEWithLogitsLoss()
+    real, z = torch.randn(8, 4), torch.randn(8, 2)
+    fake = G(z).detach()  # cut
+    opt_d.zero_grad()
+    d_loss = bce(D(real), torch.ones(8, 1)) + bce(D(fake), torch.zeros(8, 1))
+    d_loss.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    (bce(D(fake), torch.ones(8, 1)) + head(fake).pow(2).mean()).backward()
+    opt_g.step()  # step
+"""
+
+UNUSED_LAYER_INITIALISED_THROUGH_DATA = UNUSED_LAYER.replace(
+    "    model = Model()\n",
+    "    model = Model()\n    for p in model.parameters():\n        p.data.normal_(0, 0.02)  # a write, not a cut\n")
+
 # --------------------------------------------------------------------------- near-misses
 
 FROZEN_IN_THE_OPTIMIZER = """
@@ -311,7 +338,8 @@ def test_gg311_is_monitored() -> None:
     (ITEM_IN_A_HELPER, "`.item()`", ["`Linear.weight`", "`Linear.bias`"]),
     (FORWARD_UNDER_NO_GRAD, "`Sequential` ran here with gradients off", ["`backbone.0.weight`",
                                                                          "`backbone.2.bias`"]),
-], ids=["data", "tensor-of-logprobs", "clone-detach", "item", "no-grad"])
+    (GAN_FAKE_DETACHED_FOR_BOTH, "`.detach()`", ["`Linear.weight`", "`Linear.bias`"]),
+], ids=["data", "tensor-of-logprobs", "clone-detach", "item", "no-grad", "gan-fake-detached"])
 def test_a_cut_is_reported_at_the_operation_that_cut(tmp_path, source, cut, named) -> None:
     events, text = _events(tmp_path, source)
     assert [(e.line, e.related_line) for e in events] == [(_line(text, "# cut"), _line(text, "# step"))]
@@ -321,12 +349,28 @@ def test_a_cut_is_reported_at_the_operation_that_cut(tmp_path, source, cut, name
     assert "with no gradient" in message
 
 
-def test_the_cut_parameters_really_get_no_gradient() -> None:
-    """torch's own word on the clone-detach program: the policy head's .grad is None."""
-    namespace: dict = {}
-    exec(textwrap.dedent(CLONE_DETACH_LOGITS), namespace)  # noqa: S102 - the test's own program
-    assert namespace["policy_head"].weight.grad is None
-    assert namespace["value_head"].weight.grad is not None
+def _missing_per_torch(source: str) -> int:
+    """Run ``source`` without the monitor: how many parameters its optimizers hold that
+    require grad and have no gradient at the end (after its last step)."""
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(textwrap.dedent(source), "<program>", "exec"), namespace)  # noqa: S102 - the test's own
+    optimizers = [v for v in namespace.values() if isinstance(v, torch.optim.Optimizer)]
+    assert optimizers
+    return sum(p.requires_grad and p.grad is None
+               for opt in optimizers for group in opt.param_groups for p in group["params"])
+
+
+@pytest.mark.parametrize("source", [WEIGHT_DROP_DATA, TENSOR_OF_LOGPROBS, CLONE_DETACH_LOGITS,
+                                    ITEM_IN_A_HELPER, FORWARD_UNDER_NO_GRAD, GAN_FAKE_DETACHED_FOR_BOTH,
+                                    UNUSED_LAYER])
+def test_torch_confirms_a_bug_steps_parameters_without_gradient(source) -> None:
+    assert _missing_per_torch(source) > 0
+
+
+@pytest.mark.parametrize("source", [FROZEN_IN_THE_OPTIMIZER, GAN_STEPS, TARGET_AND_TEACHER,
+                                    VALIDATION_UNDER_NO_GRAD])
+def test_torch_confirms_a_near_miss_steps_every_parameter_with_its_gradient(source) -> None:
+    assert _missing_per_torch(source) == 0
 
 
 def test_an_unused_layer_is_reported_at_the_step_apart(tmp_path) -> None:
@@ -335,6 +379,12 @@ def test_an_unused_layer_is_reported_at_the_step_apart(tmp_path) -> None:
     message = events[0].message
     assert "`auxiliary.weight`, `auxiliary.bias`, which no forward used" in message
     assert "unused parameters" in message and "encoder" not in message
+
+
+def test_a_write_through_data_is_no_cut(tmp_path) -> None:
+    events, text = _events(tmp_path, UNUSED_LAYER_INITIALISED_THROUGH_DATA)
+    assert [e.line for e in events] == [_line(text, "# step")]
+    assert "which no forward used" in events[0].message
 
 
 def test_the_option_turns_the_unused_report_off(tmp_path) -> None:
