@@ -168,6 +168,23 @@ UNUSED_LAYER = """
     opt.step()  # step
 """
 
+NEW_TENSOR_OF_LOGITS = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    student, temperature = nn.Linear(8, 4), nn.Parameter(torch.ones(()))
+    opt = torch.optim.SGD([*student.parameters(), temperature], lr=0.1)
+    x, soft_targets = torch.randn(6, 8), torch.softmax(torch.randn(6, 4), dim=1)
+    out = student(x)
+    logits = out.new_tensor(out, requires_grad=True)  # cut
+    loss = F.kl_div(F.log_softmax(logits / temperature, dim=1), soft_targets, reduction="batchmean")
+    opt.zero_grad()
+    loss.backward()
+    opt.step()  # step
+"""
+
 GAN_FAKE_DETACHED_FOR_BOTH = """
     import torch
     import torch.nn as nn
@@ -339,7 +356,8 @@ def test_gg311_is_monitored() -> None:
     (FORWARD_UNDER_NO_GRAD, "`Sequential` ran here with gradients off", ["`backbone.0.weight`",
                                                                          "`backbone.2.bias`"]),
     (GAN_FAKE_DETACHED_FOR_BOTH, "`.detach()`", ["`Linear.weight`", "`Linear.bias`"]),
-], ids=["data", "tensor-of-logprobs", "clone-detach", "item", "no-grad", "gan-fake-detached"])
+    (NEW_TENSOR_OF_LOGITS, "`.new_tensor`", ["`Linear.weight`", "`Linear.bias`"]),
+], ids=["data", "tensor-of-logprobs", "clone-detach", "item", "no-grad", "gan-fake-detached", "new-tensor"])
 def test_a_cut_is_reported_at_the_operation_that_cut(tmp_path, source, cut, named) -> None:
     events, text = _events(tmp_path, source)
     assert [(e.line, e.related_line) for e in events] == [(_line(text, "# cut"), _line(text, "# step"))]
@@ -362,7 +380,7 @@ def _missing_per_torch(source: str) -> int:
 
 @pytest.mark.parametrize("source", [WEIGHT_DROP_DATA, TENSOR_OF_LOGPROBS, CLONE_DETACH_LOGITS,
                                     ITEM_IN_A_HELPER, FORWARD_UNDER_NO_GRAD, GAN_FAKE_DETACHED_FOR_BOTH,
-                                    UNUSED_LAYER])
+                                    NEW_TENSOR_OF_LOGITS, UNUSED_LAYER])
 def test_torch_confirms_a_bug_steps_parameters_without_gradient(source) -> None:
     assert _missing_per_torch(source) > 0
 

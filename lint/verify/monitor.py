@@ -255,7 +255,9 @@ _INPLACE_DUNDERS = frozenset({
 })
 _NOT_MUTATING = frozenset({"requires_grad_", "share_memory_", "detach_", "record_stream"})
 _BACKWARDS = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
-_COPIES = {torch.tensor: "torch.tensor", torch.as_tensor: "torch.as_tensor"}  # new tensors, no graph
+# new tensors without a graph: what the cut is called, which argument is the data
+_COPIES = {torch.tensor: ("torch.tensor", 0), torch.as_tensor: ("torch.as_tensor", 0),
+           torch.Tensor.new_tensor: (".new_tensor", 1)}
 _NUMBERS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()", "__float__": "float()"}
 _KINDS: dict = {}
 
@@ -1066,19 +1068,21 @@ class Monitor:
         return out
 
     def _copy(self, func, args, kwargs):
-        """``torch.tensor(data)``, ``torch.as_tensor(data)``: torch's warnings about copying
-        a tensor (GG310's line) stay at the caller's line, as without the monitor; a new
-        tensor without a graph made from tensors that require grad is a cut (GG311)."""
+        """``torch.tensor(data)``, ``torch.as_tensor(data)``, ``x.new_tensor(data)``: torch's
+        warnings about copying a tensor (GG310's line) stay at the caller's line, as without
+        the monitor; a new tensor without a graph (a fresh leaf too, with
+        ``requires_grad=True``) made from tensors that require grad is a cut (GG311)."""
         __tracebackhide__ = True  # noqa: F841 - read by IPython
         frame = sys._getframe(3)  # 0: here, 1: _call, 2: __torch_function__, 3: the caller
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = self._call((_PLAIN, -1), func, args, kwargs)  # a factory otherwise
         _reissue(caught, frame)
-        if isinstance(out, torch.Tensor) and not out.requires_grad and frame is not None \
+        if isinstance(out, torch.Tensor) and out.grad_fn is None and frame is not None \
                 and self._is_user(frame.f_code.co_filename):
-            data = args[0] if args else kwargs.get("data")
-            self._missing.note_cut(_COPIES[func], _tensors(data))
+            label, index = _COPIES[func]
+            data = args[index] if len(args) > index else kwargs.get("data")
+            self._missing.note_cut(label, (t for t in _tensors(data) if t is not out))
         return out
 
     def _detach_(self, func, args, kwargs):
