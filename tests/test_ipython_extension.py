@@ -13,6 +13,10 @@ notebook's cells, in order (IPython numbers them from 1):
     In[7]  w.data.mul_(2)           GG302, reported when the cell ends
     In[8]  %unload_ext gradguard
     In[9]  the In[3] bug again      torch's error only
+    In[10] %load_ext gradguard      again
+    In[11] a step with a layer no forward used: GG311 at the step, line 4
+    In[12] %gradguard --no-unused-parameters
+    In[13] the In[11] step again    nothing reported
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ import pytest
 WHY = "a real kernel needs nbclient and ipykernel (the test extra)"
 
 SIGMOID_WRITTEN = "out = x.sigmoid()\nout += 1\nout.sum().backward()"
+UNUSED_LAYER = ("net = torch.nn.ModuleDict({'used': torch.nn.Linear(2, 1), 'spare': torch.nn.Linear(2, 1)})\n"
+                "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+                "net['used'](torch.ones(1, 2)).sum().backward()\n"
+                "opt.step()")
 CELLS = [
     "%load_ext gradguard",
     "import torch\nx = torch.randn(3, requires_grad=True)\n(x.sigmoid() + 1).sum().backward()",
@@ -35,6 +43,10 @@ CELLS = [
     "w = torch.nn.Parameter(torch.ones(2))\nw.data.mul_(2)",
     "%unload_ext gradguard",
     SIGMOID_WRITTEN,
+    "%load_ext gradguard",
+    UNUSED_LAYER,
+    "%gradguard --no-unused-parameters",
+    UNUSED_LAYER,
 ]
 GG201 = "GG201 an in-place write modifies a tensor that a live graph saved"
 
@@ -104,6 +116,13 @@ def test_unload_stops_the_monitor(cells):
     assert error_name(cells[7]) is None
     assert "gradguard" not in stderr(cells[8])
     assert error_name(cells[8]) == "RuntimeError"
+
+
+def test_an_unused_layer_is_reported_and_the_magic_turns_it_off(cells):
+    assert stderr(cells[10]).startswith("gradguard: Cell In[11], line 4: GG311 this step updates ")
+    assert "which no backward reached" in stderr(cells[10])
+    assert stderr(cells[11]) == "" and error_name(cells[11]) is None
+    assert stderr(cells[12]) == "" and error_name(cells[12]) is None
 
 
 def test_without_torch_loading_says_what_to_install(monkeypatch):

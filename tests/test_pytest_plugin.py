@@ -39,6 +39,15 @@ CLEAN = """
         (x.sigmoid() + 1).sum().backward()
         assert x.grad is not None
 """
+UNUSED_LAYER = """
+    import torch
+
+    def test_a_layer_no_forward_uses():
+        net = torch.nn.ModuleDict({"used": torch.nn.Linear(2, 1), "spare": torch.nn.Linear(2, 1)})
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        net["used"](torch.ones(1, 2)).sum().backward()
+        opt.step()
+"""
 GG201 = "GG201 an in-place write modifies a tensor that a live graph saved*"
 GG302 = "GG302 in-place write through `.data`*"
 
@@ -210,3 +219,14 @@ def test_without_torch_the_option_is_a_usage_error(pytester, monkeypatch):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gradguard needs torch (pip install 'gradguard?verify?')*"])
     assert pytester.runpytest().ret == pytest.ExitCode.OK
+
+
+def test_unused_parameters_are_reported_unless_turned_off(pytester):
+    pytester.makepyfile(test_unused=UNUSED_LAYER)
+    result = pytester.runpytest("--gradguard")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["    test_unused.py:7:1: GG311 this step updates *which no backward reached*"])
+    for turned_off in (["--gradguard-no-unused-parameters"], ["-o", "gradguard_unused_parameters=false"]):
+        result = pytester.runpytest("--gradguard", *turned_off)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["gradguard: no hazards in 1 test"])

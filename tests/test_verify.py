@@ -249,3 +249,22 @@ def test_os_exit_and_timeout_are_never_0(tmp_path):
     assert quits.returncode == 2 and "ended without a result" in quits.stderr
     sleeps = gradguard_verify(tmp_path, "--timeout", "2", "sleeps.py")
     assert sleeps.returncode == 124 and "ran past --timeout (2 s)" in sleeps.stderr
+
+
+UNUSED_LAYER = """import torch
+net = torch.nn.ModuleDict({"used": torch.nn.Linear(2, 1), "spare": torch.nn.Linear(2, 1)})
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+net["used"](torch.ones(1, 2)).sum().backward()
+opt.step()
+"""
+
+
+def test_verify_reports_unused_parameters_unless_told_not_to(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script(tmp_path, "unused.py", UNUSED_LAYER)
+    result = CliRunner().invoke(cli.main, ["verify", "unused.py"])
+    assert result.exit_code == 1
+    assert "unused.py:5:1: GG311 this step updates a tensor of shape (1, 2), a tensor of shape (1,), " \
+           "which no backward reached" in result.stdout
+    result = CliRunner().invoke(cli.main, ["verify", "--no-unused-parameters", "unused.py"])
+    assert result.exit_code == 0, result.stdout

@@ -189,8 +189,13 @@ def check_options(args: Sequence[str] = ()) -> CheckOptions:
 @main.command(context_settings={"ignore_unknown_options": True,
                                 "allow_interspersed_args": False})
 @verify_options
+@click.option("--no-unused-parameters", "unused", is_flag=True, flag_value=False, default=True,
+              help="Do not report the parameters an optimizer steps that no forward used, or "
+                   "whose results never reached the loss (GG311's unused kind; its cuts are "
+                   "still reported).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: int) -> None:
+def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: int,
+           unused: bool) -> None:
     """Run FILE.py [ARGS]... (or `-- COMMAND...`, e.g. `-- pytest tests/`) under the
     runtime monitor as you would run it (here, in this environment, its output shown), in
     a child process with a timeout and a memory limit, then print every hazard it saw.
@@ -201,7 +206,8 @@ def verify(command: tuple[str, ...], device: str, timeout: float, max_memory: in
     from gradguard.verify.runner import run_contained  # noqa: PLC0415 - only for `verify`
 
     target = _verify_target(list(command))
-    outcome = run_contained(target, [], timeout, max_memory, device, shown=True)
+    outcome = run_contained(target, [], timeout, max_memory, device, shown=True,
+                            report_unused=unused)
     if outcome.status == "no verifier":
         echo_error(outcome.error or "the verifier could not start")
         sys.exit(EXIT_ERROR)

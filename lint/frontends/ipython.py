@@ -12,7 +12,10 @@ explains, at the cell and line that caused it (the in-place write, not the
 
 A hazard in a module the notebook imports is placed at ``path:line:1``. A ``.data``
 write that no backward showed to corrupt a saved tensor is reported (GG302) when its
-cell ends. ``%unload_ext gradguard`` stops the monitor.
+cell ends. ``%unload_ext gradguard`` stops the monitor. ``%gradguard
+--no-unused-parameters`` (``--unused-parameters`` turns it back on) leaves out GG311's
+parameters that an optimizer steps though no forward used them; its cuts are still
+reported.
 
 Cells are known by IPython's compiler (``format_code_name``, IPython 8 and later). The
 monitor's hooks are the thread's own: cells run on the kernel's main thread, as they do
@@ -44,6 +47,24 @@ def load(shell) -> None:
     watcher = CellMonitor(shell)
     watcher.start()
     _running[id(shell)] = watcher
+    shell.register_magic_function(_magic, magic_kind="line", magic_name="gradguard")
+
+
+MAGIC_USAGE = "usage: %gradguard --no-unused-parameters | --unused-parameters"
+
+
+def _magic(line: str) -> None:
+    """``%gradguard --no-unused-parameters`` / ``--unused-parameters``: whether the running
+    monitor reports GG311's unused parameters."""
+    from IPython import get_ipython  # noqa: PLC0415 - the host's own
+
+    watcher = _running.get(id(get_ipython()))
+    choice = {"--no-unused-parameters": False, "--unused-parameters": True}.get(line.strip())
+    if watcher is None or choice is None:
+        print(MAGIC_USAGE if watcher is not None else "gradguard: the monitor is not loaded "
+              "(%load_ext gradguard)", file=sys.stderr)
+        return
+    watcher.monitor.report_unused = choice
 
 
 def unload(shell) -> None:

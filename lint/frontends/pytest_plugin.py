@@ -13,6 +13,9 @@ options and imports neither torch nor the monitor. With them, torch is required 
 * ``--gradguard-fail`` fails a phase that passed but saw a hazard (a hazard in a
   fixture's setup makes the test an error, as a failing fixture does);
   ``--gradguard-ignore GG302`` leaves codes (or prefixes) out of both;
+  ``--gradguard-no-unused-parameters`` (or the ini option ``gradguard_unused_parameters
+  = false``) leaves out GG311's parameters that an optimizer steps though no forward
+  used them (its cuts are still reported);
 * a hazard is placed in the innermost frame that is the user's: the test, the code it
   tests, third-party packages; not torch, gradguard, the standard library, or pytest's
   own packages (``HOST_PACKAGES``).
@@ -41,6 +44,14 @@ def pytest_addoption(parser) -> None:
     group.addoption("--gradguard-ignore", action="append", default=[], metavar="CODES",
                     help="with --gradguard: do not report these codes or prefixes "
                          "(GG302, GG3; comma-separated, repeatable)")
+    group.addoption("--gradguard-no-unused-parameters", action="store_false", default=None,
+                    dest="gradguard_unused_parameters",
+                    help="with --gradguard: do not report parameters an optimizer steps that "
+                         "no forward used, or whose results never reached the loss (GG311's "
+                         "unused kind); also the ini option gradguard_unused_parameters")
+    parser.addini("gradguard_unused_parameters", type="bool", default=True,
+                  help="with --gradguard: report parameters an optimizer steps that no "
+                       "forward used (GG311's unused kind; default true)")
 
 
 def pytest_configure(config) -> None:
@@ -52,6 +63,12 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(f"--gradguard {missing}")
     config.pluginmanager.register(HazardMonitor(config, fail, _ignored(config)),
                                   "gradguard-monitor")
+
+
+def _report_unused(config) -> bool:
+    """The command line's ``--gradguard-no-unused-parameters``, else the ini option."""
+    given = config.getoption("gradguard_unused_parameters")
+    return bool(config.getini("gradguard_unused_parameters")) if given is None else given
 
 
 def _ignored(config) -> list[str]:
@@ -77,6 +94,7 @@ class HazardMonitor:
     def __init__(self, config, fail: bool, ignored: list[str]):
         self.fail = fail
         self.ignored = ignored  # selectors of the codes not reported
+        self.report_unused = _report_unused(config)
         self.base = str(config.invocation_params.dir)
         self.user_files = user_files_outside(HOST_PACKAGES)
         self.monitor = None  # the running test's
@@ -88,7 +106,7 @@ class HazardMonitor:
     def pytest_runtest_protocol(self, item, nextitem):
         from gradguard.verify.monitor import Monitor  # noqa: PLC0415 - imports torch
 
-        self.monitor, self.reported = Monitor(self.user_files), 0
+        self.monitor, self.reported = Monitor(self.user_files, report_unused=self.report_unused), 0
         try:
             with self.monitor:
                 yield

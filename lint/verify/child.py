@@ -1,7 +1,7 @@
 """The child process of the verifier: run the user's code under the monitor.
 
     python -m gradguard.verify.child RESULT.json [--device cpu|cuda] [--trace FILE]...
-        (--script PATH | --module NAME) -- ARGS...
+        [--no-unused-parameters] (--script PATH | --module NAME) -- ARGS...
 
 Writes RESULT.json: ``{"events": [...], "lines": {file: [line, ...]}, "error": str|null,
 "exit_status": int|null}`` where ``lines`` are the lines that ran in the ``--trace``
@@ -26,6 +26,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("result")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--trace", action="append", default=[])
+    parser.add_argument("--no-unused-parameters", dest="unused", action="store_false")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--script")
     target.add_argument("--module")
@@ -65,8 +66,8 @@ def main(argv: list[str]) -> int:
     def run():
         if options.script:
             sys.path.insert(0, os.path.dirname(os.path.abspath(options.script)))
-            return monitor.run_path(options.script, [options.script, *args])
-        return _run_module(monitor, options.module, [options.module, *args])
+            return monitor.run_path(options.script, [options.script, *args], options.unused)
+        return _run_module(monitor, options.module, [options.module, *args], options.unused)
 
     if traced:
         sys.settrace(tracer)
@@ -114,10 +115,10 @@ def _runs_the_program(filename: str, runners: set) -> bool:
     return filename == "<frozen runpy>" or os.path.realpath(filename) in runners
 
 
-def _run_module(monitor, name: str, argv: list[str]):
+def _run_module(monitor, name: str, argv: list[str], report_unused: bool = True):
     """``python -m NAME ARGS`` under the monitor (``gradguard verify -- pytest tests/``)."""
     sys.argv = argv
-    watch = monitor.Monitor()
+    watch = monitor.Monitor(report_unused=report_unused)
     error = None
     with watch:
         try:

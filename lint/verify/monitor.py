@@ -80,6 +80,14 @@ GG306: ``detach_()`` on a view (raises); on a tensor a live graph saved as an op
 ``ctx.saved_tensors`` does not fail this way); or on a tensor whose graph no backward has
 run through yet, reported when the detached tensor is then used with grad enabled while
 that graph is still unconsumed (the use loses the gradient path).
+GG311: at each ``optimizer.step()``, the parameters it updates that require grad and got
+no gradient (``.grad`` None after a backward since its last step, while others of the
+same optimizer got one): at the user's line that cut them off (a ``.data`` read,
+``.detach()``, ``torch.tensor``/``as_tensor`` of values that require grad, ``.item()``,
+``.tolist()``, ``.numpy()``, ``float()``, or a module's forward under ``no_grad``), else,
+as unused parameters, at the step (``gradguard.verify.missing_grads``; the mode tells it
+of the cuts and backwards, torch's global optimizer-step and module-forward hooks do the
+rest; ``report_unused=False`` leaves the unused ones out).
 
 Not monitored: GG307 (a term cut off from autograd: needs a counterfactual run) and GG308
 (the legacy ``Variable`` API: not a runtime hazard); GG309 (a ``.detach()`` alias read
@@ -111,6 +119,7 @@ from torch.overrides import TorchFunctionMode
 
 from gradguard.rules import claimant
 from gradguard.rules.claims import SavedWrite
+from gradguard.verify.missing_grads import MissingGradients
 
 __all__ = ["Event", "Monitor", "run_path", "default_user_files", "MONITORED_CODES"]
 
@@ -123,7 +132,7 @@ __tracebackhide__ = True
 
 MONITORED_CODES = frozenset({
     "GG101", "GG102", "GG103", "GG104", "GG201", "GG202", "GG203", "GG204", "GG205", "GG206",
-    "GG207", "GG301", "GG302", "GG303", "GG304", "GG305", "GG306",
+    "GG207", "GG301", "GG302", "GG303", "GG304", "GG305", "GG306", "GG311",
 })
 
 
@@ -238,7 +247,7 @@ _ERRORS = (  # (text in torch's message, code, what happened); the first match w
 # --------------------------------------------------------------------------- call kinds
 
 _PLAIN, _INPLACE, _INPLACE_KW, _BACKWARD, _GRAD_GET, _DATA_GET, _DATA_SET, _DETACH, _DETACH_, \
-    _RG_SET, _COPY = range(11)
+    _RG_SET, _COPY, _NUMBER = range(12)
 
 _INPLACE_DUNDERS = frozenset({
     "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__idiv__", "__ifloordiv__",
@@ -246,6 +255,10 @@ _INPLACE_DUNDERS = frozenset({
 })
 _NOT_MUTATING = frozenset({"requires_grad_", "share_memory_", "detach_", "record_stream"})
 _BACKWARDS = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+# new tensors without a graph: what the cut is called, which argument is the data
+_COPIES = {torch.tensor: ("torch.tensor", 0), torch.as_tensor: ("torch.as_tensor", 0),
+           torch.Tensor.new_tensor: (".new_tensor", 1)}
+_NUMBERS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()", "__float__": "float()"}
 _KINDS: dict = {}
 
 
@@ -267,8 +280,10 @@ def _classify(func) -> tuple:
                 kind = (_RG_SET, -1)
     elif any(func is b for b in _BACKWARDS):
         kind = (_BACKWARD, -1)
-    elif func is torch.tensor:  # its copy-construct warnings belong to the user's line
+    elif func in _COPIES:  # torch.tensor's copy-construct warnings belong to the user's line
         kind = (_COPY, -1)
+    elif name in _NUMBERS and getattr(func, "__objclass__", None) is torch._C.TensorBase:
+        kind = (_NUMBER, -1)
     elif name == "detach":
         kind = (_DETACH, -1)
     elif name == "detach_":
@@ -459,12 +474,14 @@ class _Mode(TorchFunctionMode):
 class Monitor:
     """Context manager: while active, hazards are appended to ``events`` as they happen,
     and each is passed to ``on_event`` (when given) at that moment: a host that shows them
-    as they come (the IPython extension) prints them before the error they explain."""
+    as they come (the IPython extension) prints them before the error they explain.
+    ``report_unused=False`` leaves out GG311's unused parameters (``missing_grads``)."""
 
     def __init__(self, user_files: Callable[[str], bool] = default_user_files,
-                 on_event: Optional[Callable[[Event], None]] = None):
+                 on_event: Optional[Callable[[Event], None]] = None, report_unused: bool = True):
         self.user_files = user_files
         self.on_event = on_event
+        self._missing = MissingGradients(self._emit, self._where, self._is_user, report_unused)
         self.events: list[Event] = []
         self._seen: set = set()
         self._user: dict[str, bool] = {}
@@ -499,8 +516,18 @@ class Monitor:
             self._hooks.__exit__(None, None, None)
             raise
         self._watch_flags()
+        self._missing.start()
         self._active = True
         return self
+
+    @property
+    def report_unused(self) -> bool:
+        """Whether GG311's unused parameters are reported (its cuts always are)."""
+        return self._missing.report_unused
+
+    @report_unused.setter
+    def report_unused(self, value: bool) -> None:
+        self._missing.report_unused = bool(value)
 
     def _watch_flags(self) -> None:
         """Note where each torch layer's ``inplace`` flag is turned on (``nn.ReLU(inplace=True)``
@@ -562,6 +589,7 @@ class Monitor:
         try:
             self._mode.__exit__(exc_type, exc, tb)
         finally:
+            self._missing.stop()
             self._unwatch_flags()
             self._hooks.__exit__(exc_type, exc, tb)
             self._mode = self._hooks = None
@@ -827,7 +855,10 @@ class Monitor:
         if k == _DATA_GET:
             out = self._run(func, args, kwargs, None)
             if isinstance(out, torch.Tensor):
-                self._register_alias(self._data, out, self._caller_is_user())
+                direct = self._caller_is_user()
+                self._register_alias(self._data, out, direct)
+                if direct and args and args[0].requires_grad:
+                    self._missing.note_cut(".data", args[:1], out)
             return out
         if k == _DATA_SET:
             if self._caller_is_user():
@@ -840,14 +871,22 @@ class Monitor:
         if k == _DETACH:
             out = self._run(func, args, kwargs, None)
             src = args[0] if args else None
-            if (isinstance(out, torch.Tensor) and isinstance(src, torch.Tensor) and src.grad_fn is not None
-                    and self._caller_is_user()):  # an activation's alias (a parameter's is an update idiom)
-                self._register_alias(self._detached, out, True, weakref.ref(src))
+            if isinstance(out, torch.Tensor) and isinstance(src, torch.Tensor) and src.requires_grad \
+                    and self._caller_is_user():
+                if src.grad_fn is not None:  # an activation's alias (a parameter's is an update idiom)
+                    self._register_alias(self._detached, out, True, weakref.ref(src))
+                self._missing.note_cut(".detach()", (src,))
             return out
         if k == _DETACH_:
             return self._detach_(func, args, kwargs)
         if k == _COPY:
             return self._copy(func, args, kwargs)
+        if k == _NUMBER:
+            out = self._run(func, args, kwargs, None)
+            src = args[0] if args else None
+            if isinstance(src, torch.Tensor) and src.requires_grad and self._caller_is_user():
+                self._missing.note_cut(_NUMBERS[func.__name__], (src,))
+            return out
         if k == _RG_SET:
             out = self._run(func, args, kwargs, None)
             if args and isinstance(args[0], torch.Tensor):
@@ -1029,14 +1068,21 @@ class Monitor:
         return out
 
     def _copy(self, func, args, kwargs):
-        """``torch.tensor(data)``: torch's warnings about copying a tensor (GG310's line)
-        stay at the caller's line, as without the monitor."""
+        """``torch.tensor(data)``, ``torch.as_tensor(data)``, ``x.new_tensor(data)``: torch's
+        warnings about copying a tensor (GG310's line) stay at the caller's line, as without
+        the monitor; a new tensor without a graph (a fresh leaf too, with
+        ``requires_grad=True``) made from tensors that require grad is a cut (GG311)."""
         __tracebackhide__ = True  # noqa: F841 - read by IPython
         frame = sys._getframe(3)  # 0: here, 1: _call, 2: __torch_function__, 3: the caller
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = self._call((_PLAIN, -1), func, args, kwargs)  # a factory otherwise
         _reissue(caught, frame)
+        if isinstance(out, torch.Tensor) and out.grad_fn is None and frame is not None \
+                and self._is_user(frame.f_code.co_filename):
+            label, index = _COPIES[func]
+            data = args[index] if len(args) > index else kwargs.get("data")
+            self._missing.note_cut(label, (t for t in _tensors(data) if t is not out))
         return out
 
     def _detach_(self, func, args, kwargs):
@@ -1103,6 +1149,10 @@ class Monitor:
                 node.metadata[_MD_DONE] = True
             except Exception:  # noqa: BLE001
                 pass
+        if func is not torch.autograd.grad:  # grad() accumulates into no .grad
+            if func is torch.autograd.backward and len(args) > 5:
+                inputs = inputs or args[5]
+            self._missing.note_backward(partial=bool(inputs))
         return out
 
     def _function_records(self, node) -> list:
@@ -1162,14 +1212,15 @@ def _consumed(node, limit: int = 100_000) -> bool:
 # --------------------------------------------------------------------------- running a script
 
 
-def run_path(path: str, argv: list[str]) -> tuple[list[Event], Optional[BaseException]]:
+def run_path(path: str, argv: list[str],
+             report_unused: bool = True) -> tuple[list[Event], Optional[BaseException]]:
     """Run a script as ``__main__`` (``runpy.run_path``, ``sys.argv`` set) under a Monitor;
     return the events and the exception that ended it, if any (``SystemExit`` with code 0
     or None is not an error). ``sys.argv`` and torch's grad mode are put back afterwards."""
     saved_argv = sys.argv
     grad = torch.is_grad_enabled()
     sys.argv = list(argv)
-    monitor = Monitor()
+    monitor = Monitor(report_unused=report_unused)
     error: Optional[BaseException] = None
     try:
         with monitor:

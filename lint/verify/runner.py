@@ -45,18 +45,22 @@ class Outcome:
 
 def run_contained(target: list[str], trace: list[str], timeout: float,
                   max_memory_mb: int, device: str = "cpu",
-                  python: str = sys.executable, shown: bool = False) -> Outcome:
+                  python: str = sys.executable, shown: bool = False,
+                  report_unused: bool = True) -> Outcome:
     """Run ``target`` (``["--script", path, "--", *args]`` or ``["--module", name, "--",
     *args]``) under the monitor in a child process and return what happened. The
     address-space limit applies on the CPU only: CUDA's driver reserves far more address
     space than the process uses (under 8 GiB it does not start: torch then finds no GPU).
     ``shown``: the user's own run, in this directory and environment, with this
-    process's standard streams (``Outcome.output`` stays empty)."""
+    process's standard streams (``Outcome.output`` stays empty). ``report_unused=False``:
+    the monitor leaves GG311's unused parameters out."""
     with tempfile.TemporaryDirectory(prefix="gradguard-verify-") as workdir:
         result_path = os.path.join(workdir, "result.json")
         command = [python, "-m", "gradguard.verify.child", result_path, "--device", device]
         for path in trace:
             command += ["--trace", os.path.abspath(path)]
+        if not report_unused:
+            command.append("--no-unused-parameters")
         target = [os.path.abspath(t) if i == 1 and target[0] == "--script" else t
                   for i, t in enumerate(target)]
         command += target
