@@ -65,6 +65,10 @@ MONITOR_MISSES = {
         "the loss is computed from the re-wrapped leaf, not the leaf itself: telling a mask "
         "cut by a comparison from an input made to require grad on purpose (style transfer, "
         "adversarial examples) takes the graph that made it, which a monitor does not keep",
+    "GG311/bug_hypernetwork_weights_wrapped_in_parameter.py":
+        "nn.Parameter(t) makes its leaf through Tensor._make_subclass, which no torch "
+        "function mode sees: the monitor reports the generator's parameters at the step as "
+        "used but unreached, not at the re-wrap",
 }
 FIXTURES = [p for p in fixture_files() if p.parent.name.startswith(("GG1", "GG2", "GG3"))]
 

@@ -91,6 +91,10 @@ class MissingGradients:
         self._no_grad: dict[int, tuple] = {}  # id(parameter) -> (ref, clock, file, line, module)
         self._no_grad_calls: dict[int, tuple] = {}  # id(module) -> (ref, clock, file, line)
         self._modules: dict[int, weakref.ref] = {}  # the modules seen running
+        # what a step found, said when the monitor stops unless a parameter of it gets a
+        # gradient at a later step (a warm-up that detaches the encoder for a while is
+        # no gradient that never arrives): (file, line, kind) -> [message, related, ids]
+        self._pending: dict[tuple, list] = {}
         self._thread = None
         self._handles: list = []
 
@@ -109,6 +113,9 @@ class MissingGradients:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        for (file, line, _), (message, related, _) in self._pending.items():
+            self.emit(CODE, file, line, message, related)
+        self._pending.clear()
         self._cuts.clear()
         self._used.clear()
         self._no_grad.clear()
@@ -230,7 +237,7 @@ class MissingGradients:
         since = self._last_step.get(optimizer, 0)  # the clock its window starts at
         if self._last_backward < since or self._last_partial >= since:
             return
-        missing, arrived = [], False
+        missing, arrived = [], set()
         for group in optimizer.param_groups:
             for p in group["params"]:
                 if not p.requires_grad:
@@ -238,7 +245,10 @@ class MissingGradients:
                 if p.grad is None:
                     missing.append(p)
                 else:
-                    arrived = True
+                    arrived.add(id(p))
+        if self._pending and arrived:  # what an earlier step left out arrived after all
+            self._pending = {key: entry for key, entry in self._pending.items()
+                             if not entry[2] & arrived}
         if not missing or not arrived:
             return
         file, line = self.where()
@@ -254,11 +264,19 @@ class MissingGradients:
             else:
                 unused.append(p)
         for (cut_file, cut_line, what), params in cuts.items():
-            self.emit(CODE, cut_file, cut_line, self._cut_message(what, params, names, line), line)
+            self._hold(cut_file, cut_line, "cut", self._cut_message(what, params, names, line),
+                       line, params)
         if self.report_unused and (unused or unreached) and file is not None:
             unseen = [p for p in unused if names[id(p)].startswith("a tensor")]  # in no module seen
             unused = [p for p in unused if not names[id(p)].startswith("a tensor")]
-            self.emit(CODE, file, line, self._unused_message(unused, unreached, unseen, names), None)
+            self._hold(file, line, "unused", self._unused_message(unused, unreached, unseen, names),
+                       None, unused + unreached + unseen)
+
+    def _hold(self, file, line, kind: str, message: str, related, params: list) -> None:
+        """A report kept until the monitor stops (the first message at a line stands; the
+        parameters it names accumulate)."""
+        entry = self._pending.setdefault((file, line, kind), [message, related, set()])
+        entry[2].update(id(p) for p in params)
 
     def _cut_of(self, p, since: int) -> Optional[tuple]:
         """The cut line (file, line, what) made since ``since`` whose value came from ``p``:
