@@ -981,7 +981,7 @@ def _execute(source: str, path: str, names: dict[str, str], snapshot: bool, fold
     state = None
     with _torch_state_restored(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
             warnings.catch_warnings(record=True) as caught, _argv([path, *program_argv(source)]), \
-            models_of_missing_libraries():
+            models_of_missing_libraries(source):
         warnings.simplefilter("always")
         try:
             exec(code, g)
@@ -1009,10 +1009,13 @@ def missing_libraries() -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def models_of_missing_libraries() -> Iterator[None]:
-    """Within: an import of a ``missing_libraries`` module loads its model instead (see
-    "Libraries not installed here"); after, the models are forgotten again."""
-    names = missing_libraries()
+def models_of_missing_libraries(source: str = "") -> Iterator[None]:
+    """Within: an import of a ``missing_libraries`` module that ``source`` imports loads
+    its model instead (see "Libraries not installed here"); after, the models are
+    forgotten again. Only those: an installed library that probes for an optional one
+    (transformers asks whether torchvision is there) must not find a model of it."""
+    names = tuple(name for name in missing_libraries()
+                  if re.search(rf"^\s*(?:from|import)\s+{re.escape(name)}\b", source, re.M))
     if not names:
         yield
         return

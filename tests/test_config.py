@@ -277,7 +277,7 @@ def test_show_settings_with_config_and_command_line(project):
     assert [line for line in out if line.startswith('    "')] == [
         *(f'    "{code}",  # diagnostic: always reported' for code in ("GG001", "GG002", "GG003")),
         '    "GG101",  # leaf-inplace', '    "GG103",  # non-leaf-requires-grad',
-        '    "GG104",  # out-argument-requires-grad']
+        '    "GG104",  # out-argument-requires-grad', '    "GG105",  # deepcopy-non-leaf']
 
 
 def test_show_settings_of_a_missing_path_is_an_error(project):

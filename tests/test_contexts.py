@@ -35,7 +35,7 @@ def interpreter(code: str = "import torch\n") -> Interpreter:
 
 def test_every_room_shares_the_interpreters_contexts_and_reaches_the_others_by_name():
     engine = interpreter()
-    assert len(ROOMS) == 17
+    assert len(ROOMS) == 18
     for name in ROOMS:
         room = getattr(engine, name)
         assert isinstance(room, Room), name

@@ -223,10 +223,12 @@ def test_without_torch_the_option_is_a_usage_error(pytester, monkeypatch):
 
 def test_unused_parameters_are_reported_unless_turned_off(pytester):
     pytester.makepyfile(test_unused=UNUSED_LAYER)
-    result = pytester.runpytest("--gradguard")
+    # each run in a process of its own: an optimizer's step imports torch's compiler
+    # modules, which register operators a second in-process run cannot register again
+    result = pytester.runpytest_subprocess("--gradguard", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["    test_unused.py:7:1: GG311 this step updates *which no backward reached*"])
     for turned_off in (["--gradguard-no-unused-parameters"], ["-o", "gradguard_unused_parameters=false"]):
-        result = pytester.runpytest("--gradguard", *turned_off)
+        result = pytester.runpytest_subprocess("--gradguard", "-p", "no:cacheprovider", *turned_off)
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["gradguard: no hazards in 1 test"])

@@ -93,7 +93,7 @@ class CellMonitor:
         self.monitor.__exit__(None, None, None)
 
     def cell_ended(self, result=None) -> None:
-        self.monitor.settle_data_writes()
+        self.monitor.settle()
 
     def cell_name(self, filename: str) -> Optional[str]:
         """``In[3]`` for the file IPython compiled cell 3 as; None for other files."""

@@ -130,7 +130,7 @@ class HazardMonitor:
         """The hazards the running test's monitor saw since its last report, as lines."""
         if self.monitor is None:
             return []
-        self.monitor.settle_data_writes()
+        self.monitor.settle()
         from gradguard.configuration.selection import is_ignored  # noqa: PLC0415
 
         events = self.monitor.events[self.reported:]

@@ -113,9 +113,7 @@ class MissingGradients:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        for (file, line, _), (message, related, _) in self._pending.items():
-            self.emit(CODE, file, line, message, related)
-        self._pending.clear()
+        self.flush()
         self._cuts.clear()
         self._used.clear()
         self._no_grad.clear()
@@ -271,6 +269,12 @@ class MissingGradients:
             unused = [p for p in unused if not names[id(p)].startswith("a tensor")]
             self._hold(file, line, "unused", self._unused_message(unused, unreached, unseen, names),
                        None, unused + unreached + unseen)
+
+    def flush(self) -> None:
+        """Say what the steps so far found and no later step gave a gradient."""
+        for (file, line, _), (message, related, _) in self._pending.items():
+            self.emit(CODE, file, line, message, related)
+        self._pending.clear()
 
     def _hold(self, file, line, kind: str, message: str, related, params: list) -> None:
         """A report kept until the monitor stops (the first message at a line stands; the

@@ -604,6 +604,13 @@ class Monitor:
         self._cut.clear()
         self._watch = False
 
+    def settle(self) -> None:
+        """Report what waits for the end of a step a host keeps one monitor over (pytest's
+        test phases, notebook cells): the ``.data`` writes (``settle_data_writes``) and the
+        parameters no gradient reached (GG311, ``MissingGradients.flush``)."""
+        self.settle_data_writes()
+        self._missing.flush()
+
     def settle_data_writes(self) -> None:
         """Report the ``.data`` writes seen so far that were not GG301 as GG302. Leaving
         the monitor does it; a host that keeps one monitor over many steps (pytest's test
