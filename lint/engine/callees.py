@@ -77,8 +77,12 @@ class Callees(Room):
         """A call, by what is called (evaluated in order: the callee, then the arguments)."""
         func = node.func
         if _is_super_init(func) and self.stack.constructing:
-            if self._super_call(node, "__init__", st) is not None:
-                return Const(None)  # the ``__init__`` of a base class the code defines
+            # the ``__init__`` of a base class the code defines, for a module's class (a
+            # block built on another: ConvNormActivation's layers); other classes' bases
+            # (a trainer's connectors) cost more than they tell
+            if self.stack.constructing[-1].info.is_module \
+                    and self._super_call(node, "__init__", st) is not None:
+                return Const(None)
             args = [self.expressions.evaluate(arg.value, st) for arg in node.args]
             self._super_init(node, self.stack.constructing[-1], args)
             return Const(None)
