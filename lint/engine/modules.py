@@ -190,15 +190,11 @@ class Modules(Room):
         keeps them as attributes). The layer changes in place: the name the code passed is
         bound to it as changed. A layer or a parameter name the engine does not know
         leaves what the name holds unknown."""
-        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        layer, replaced = self._layer_and_name(node, args)
+        if layer is None:
             return UNKNOWN
-        layer, name = args[0], self.callees.argument(node, args, "name", 1)
-        if name is None:
-            name = self.callees.argument(node, args, "tensor_name", 1)
         changed: Value = UNKNOWN
-        if isinstance(layer, ModuleObj) and (name is None or isinstance(name, Const)
-                                             and isinstance(name.value, str)):
-            replaced = "weight" if name is None else name.value
+        if isinstance(layer, ModuleObj) and replaced is not None:
             kept = tuple(p for p in parameters_of(layer, self.knowledge) if p != replaced)
             leaves = tuple(replaced + suffix for suffix in model.registers)
             how = Reparametrization(replaced, leaves, model.qualname, model.saves_leaves,
@@ -208,21 +204,16 @@ class Modules(Room):
             changed = replace(layer, parameters=kept + leaves,
                               unsure=layer.unsure - {replaced},
                               computed=layer.computed + (how,))
-        path = dotted(node.args[0].value)
-        if path is not None and isinstance(layer, (ModuleObj, Instance)):
-            st.bind(path, changed)
-        return changed
+        return self._rebound(st, node, layer, changed)
 
     def restored(self, st: State, node: cst.Call, args: list) -> Value:
         """``prune.remove(layer, "weight")``, ``remove_weight_norm(layer)`` and the like:
         the re-parametrised parameter is a plain parameter of the layer again, and the
         leaves registered in its place are gone. A layer or a name the engine does not
         know leaves what the name holds unknown."""
-        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        layer, replaced = self._layer_and_name(node, args)
+        if layer is None:
             return UNKNOWN
-        layer, name = args[0], self.callees.argument(node, args, "name", 1)
-        replaced = "weight" if name is None else name.value \
-            if isinstance(name, Const) and isinstance(name.value, str) else None
         how = layer.computed_named(replaced) \
             if isinstance(layer, ModuleObj) and replaced is not None else None
         changed: Value = UNKNOWN
@@ -232,6 +223,25 @@ class Modules(Room):
                               computed=tuple(other for other in layer.computed
                                              if other is not how))
             st.heap[stored_key(layer.obj, replaced)] = NOT_STORED
+        return self._rebound(st, node, layer, changed)
+
+    def _layer_and_name(self, node: cst.Call, args: list) -> tuple:
+        """The layer a re-parametrising utility is given and the parameter's name
+        (``name`` or ``tensor_name``; ``weight`` where not given; None where not a known
+        string); (None, None) where the layer is not passed plainly first."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return None, None
+        name = self.callees.argument(node, args, "name", 1)
+        if name is None:
+            name = self.callees.argument(node, args, "tensor_name", 1)
+        if name is None:
+            return args[0], "weight"
+        return args[0], name.value \
+            if isinstance(name, Const) and isinstance(name.value, str) else None
+
+    def _rebound(self, st: State, node: cst.Call, layer: Value, changed: Value) -> Value:
+        """The layer as a utility changed it in place, bound to the name the code passed
+        it by."""
         path = dotted(node.args[0].value)
         if path is not None and isinstance(layer, (ModuleObj, Instance)):
             st.bind(path, changed)
