@@ -75,7 +75,7 @@ class DeepCopy:
                                     "and keeps on the layer")
             return replace(value, obj=self.rename(value.obj),
                            children=tuple(self.of(child, f"{path}{name}.")
-                                          for name, child in zip(_names(value),
+                                          for name, child in zip(child_names(value),
                                                                  value.children)))
         if isinstance(value, Instance):
             if value.obj in self.renamed:  # an object graph may be cyclic
@@ -135,7 +135,7 @@ def deep_copy(value: Value, site: Hashable,
     return copied, copier.owned_facts(), copier.refused
 
 
-def _names(layer: ModuleObj) -> tuple:
+def child_names(layer: ModuleObj) -> tuple:
     """The names of a container's layers, as a path spells them (``0``, ``fc``)."""
     if len(layer.names) == len(layer.children):
         return tuple(str(index) if name is None else name

@@ -25,6 +25,7 @@ from gradguard.domain.events import GradientCutOff
 from gradguard.domain.facts import Tri
 from gradguard.domain.state import State
 from gradguard.domain.values import Instance, ModuleObj, Seq, TensorRef, Value
+from gradguard.engine.copies import child_names
 from gradguard.engine.room import Room
 
 
@@ -155,10 +156,8 @@ def _module_names(st: State) -> dict:
                         if isinstance(inner, (ModuleObj, Instance))]
             value = value.container  # a subclass of nn.Sequential: its layers
         if isinstance(value, ModuleObj):
-            names_of = value.names or (None,) * len(value.children)
-            pending += [(f"{path}[{index}]" if name is None or name.isdigit() else
-                         f"{path}.{name}", child)
-                        for index, (name, child) in enumerate(zip(names_of, value.children))
+            pending += [(f"{path}[{name}]" if name.isdigit() else f"{path}.{name}", child)
+                        for name, child in zip(child_names(value), value.children)
                         if isinstance(child, (ModuleObj, Instance))]
     return names
 
